@@ -59,21 +59,36 @@ _VOCABULARIES = {"ended_by": ("an ending", ENDINGS), "status": ("a turn status",
                  "kind": ("a block kind", BLOCK_KINDS), "type": ("a line type", LINE_TYPES),
                  "outcome": ("an outcome", OUTCOMES + (OUTCOME_REFUSED_PREFIX + "<reason>",))}
 _MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<at>[^`]*)`)?$", re.S)
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[\.\.\.\]")
 
-def _value_at(line: bytes, at: str):
-    "The value at the msgspec path `at` (`.turn.blocks[0].kind`) of `line`, or `...` when it is not there."
+def _value_at(line: bytes, at: str) -> tuple:
+    "`(value, field)`: the value at msgspec's path `at` (`.turn.blocks[0].kind`) of `line`, `...` when it is not there."
+    field = at.lstrip(".")
     try: value = msgspec.json.decode(line)
-    except msgspec.DecodeError: return ...
-    for key, index in _STEP.findall(at):
-        try: value = value[int(index)] if index else value[key]
-        except (KeyError, IndexError, TypeError): return ...
-    return value
+    except (msgspec.DecodeError, RecursionError): return ..., field
+    named = ""
+    for step in _STEP.finditer(at):
+        key, index = step[1], step[2]
+        try:
+            if key is not None: value, named = value[key], f"{named}.{key}"
+            elif index is not None: value, named = value[int(index)], f"{named}[{index}]"
+            else:  # `[...]`: a value in a map of strings; msgspec does not say which, so name the first that is not one
+                key = next(key for key, item in value.items() if not isinstance(item, str))
+                value, named = value[key], f"{named}[{msgspec.json.encode(key).decode()}]"
+        except (KeyError, IndexError, TypeError, AttributeError, StopIteration): return ..., field
+    return value, named.lstrip(".")
 
 def _shown(value) -> str:
     "A short rendering of a value for a message."
+    if value is ...: return "<not shown: the line nests too deep to parse again>"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+def _spelled(key: str) -> str:
+    "A key as a field path shows it: bare when it is a plain name, else quoted as in the file (`\"\"`)."
+    return key if _NAME.fullmatch(key) else msgspec.json.encode(key).decode()
 
 # %% ../nbs/01_reader.ipynb #990486db
 def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str], str]:
@@ -81,29 +96,36 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
     match = _MESSAGE.match(str(failure))
     what, at = match["what"], (match["at"] or "")
     field = at.lstrip(".") or None
-    if unknown := re.fullmatch(r"Object contains unknown field `(.*)`", what):
+    if unknown := re.fullmatch(r"Object contains unknown field `(.*)`", what, re.S):
         name = unknown[1]
         if field is None and name in LINE_TYPES:
-            line_type = _value_at(line, ".type")
+            line_type = _value_at(line, ".type")[0]
+            if line_type in LINE_TYPES and _value_at(line, "." + line_type)[0] is ...:
+                return name, f"is a {name!r} payload on a {line_type!r} line, which carries its {line_type!r} payload and no other"
             return name, f"is a second payload: a {line_type!r} line carries exactly one payload, its {line_type!r}"
+        name = _spelled(name)
         return (f"{field}.{name}" if field else name), "is not a field of this line: unknown fields are refused (written by another schema?)"
     if missing := re.fullmatch(r"Object missing required field `(.*)`", what):
         name = missing[1]
-        why = "is missing: every line names its type" if name == "type" else f"is missing: a {name!r} line carries its {name!r} payload"
-        return (f"{field}.{name}" if field else name), why
-    value = _value_at(line, at)
+        if field: return f"{field}.{name}", f"is missing, but a {_STEP.split(field, 1)[0]} line must carry it"
+        if name == "type": return name, "is missing: every line names its type"
+        if name == "schema": return name, f"is missing: every line carries \"schema\": {SCHEMA_VERSION}"
+        return name, f"is missing: a {name!r} line carries its {name!r} payload"
+    value, field = _value_at(line, at)
+    field = field or None
     last = field.rsplit(".", 1)[-1] if field else ""
     if field == "schema":
         return field, f"is {_shown(value)}, but this reader reads schema {SCHEMA_VERSION} only: a stale or newer artifact"
     if last in _VOCABULARIES and (what.startswith("Invalid") or "regex" in what):
         noun, allowed = _VOCABULARIES[last]
         return field, f"{_shown(value)} is not {noun} (one of: {', '.join(allowed)})"
-    if "matching regex '\\\\S'" in what: return field, f"must not be blank, got {_shown(value)}"
+    if "matching regex" in what: return field, f"must not be blank, got {_shown(value)}"
     if bound := re.fullmatch(r"Expected `int` (>=|<=) (-?\d+)", what):
         limit = "at least" if bound[1] == ">=" else "at most"
         return field, f"must be {limit} {bound[2]}, got {_shown(value)}"
-    if typed := re.fullmatch(r"Expected `(\w+)`, got `(\w+)`", what):
-        return field, f"must be {'an' if typed[1][0] in 'aeiou' else 'a'} {typed[1]}, got {typed[2]} {_shown(value)}"
+    if typed := re.fullmatch(r"Expected `(\w+)`(?:, got `(\w+)`)?", what):
+        got = f", got {typed[2]} {_shown(value)}" if typed[2] else f", got {_shown(value)}"
+        return field, f"must be {'an' if typed[1][0] in 'aeiou' else 'a'} {typed[1]}{got}"
     if "datetime" in what:
         return field, f"{_shown(value)} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)"
     return field, f"{what[:1].lower()}{what[1:]}" + ("" if value is ... else f", got {_shown(value)}")
@@ -117,18 +139,28 @@ def _problem(record) -> Optional[tuple[str, str]]:
     "The rule across fields `record` breaks, if it is an attempt or a verify that breaks one."
     return line_problem(record.payload) if isinstance(record, _CHECKED) else None
 
-def _too_long(size: int) -> str:
-    return (f"is {size} bytes with its newline, over the {MAX_LINE_BYTES}-byte cap of a shard line "
+def _too_long(size: str) -> str:
+    "Why a line of `size` is refused."
+    return (f"the line is {size}, over the {MAX_LINE_BYTES}-byte cap of a shard line "
             "(a writer caps results and texts with cap_result and cap_text)")
+
+def _not_json(failure: msgspec.DecodeError) -> str:
+    "Why a line that does not parse is refused; a line that stops short is most likely torn."
+    why = f"is not one JSON value: {failure}"
+    return why + " (the line stops short, as one torn by a process killed mid-write does)" if "truncated" in why else why
+
+_TOO_DEEP = ("nests arrays or objects deeper than this reader can follow (Python's recursion limit, "
+             "about a thousand levels): no writer of this record nests its values that deep")
 
 def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
     "Decode `lines` (numbered from `first`) one by one, keeping the good ones and refusing the rest."
     for number, line in enumerate(lines, first):
+        if len(line) >= MAX_LINE_BYTES: refuse(ShardError(path, number, None, _too_long(f"{len(line) + 1} bytes with its newline"))); continue
         if not line.strip(): continue
-        if len(line) >= MAX_LINE_BYTES: refuse(ShardError(path, number, None, "the line " + _too_long(len(line) + 1))); continue
         try: record = _decode(line)
         except msgspec.ValidationError as failure: refuse(ShardError(path, number, *explain(failure, line))); continue
-        except msgspec.DecodeError as failure: refuse(ShardError(path, number, None, f"is not one JSON value: {failure}")); continue
+        except msgspec.DecodeError as failure: refuse(ShardError(path, number, None, _not_json(failure))); continue
+        except RecursionError: refuse(ShardError(path, number, None, _TOO_DEEP)); continue
         if problem := _problem(record): refuse(ShardError(path, number, *problem)); continue
         records.append(record)
 
@@ -138,7 +170,7 @@ def _read_lines(path: str, lines: list, first: int, records: list, refuse):
         if max(map(len, lines), default=0) >= MAX_LINE_BYTES: raise ValueError
         decoded = [_decode(line) for line in lines if line]
         if any(map(_problem, decoded)): raise ValueError
-    except (ValueError, msgspec.DecodeError):
+    except (ValueError, msgspec.DecodeError, RecursionError):
         return _refuse_lines(path, lines, first, records, refuse)
     records += decoded
 
@@ -161,7 +193,7 @@ def _read_file(path: str, records: list, refuse):
             else:
                 pending += block
             if len(pending) >= MAX_LINE_BYTES:
-                refuse(ShardError(path, number, None, "the line " + _too_long(len(pending) + 1) + ", and it goes on"))
+                refuse(ShardError(path, number, None, _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
                 pending, skipping = b"", True
         if pending: _read_lines(path, [pending], number, records, refuse)
 

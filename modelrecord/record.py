@@ -10,18 +10,18 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'OUTCOME_PREVIEW', 'OUTCOMES', 'OUTCOME_REFUSED_PREFIX', 'TURN_OK', 'TURN_RATE_LIMITED', 'TURN_SERVER_ERROR',
            'TURN_REQUEST_ERROR', 'TURN_TRANSPORT_ERROR', 'TURN_STATUSES', 'BLOCK_TEXT', 'BLOCK_THINKING',
            'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'ENDING_COLOURS',
-           'TOKEN_COLOURS', 'COST_COLOURS', 'NonBlank', 'Position', 'Count', 'Timestamp', 'Outcome', 'GO_ZERO_TIME',
-           'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session', 'Attempt', 'Block', 'Usage',
-           'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord', 'AttemptRecord', 'TurnRecord',
-           'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'go_escape', 'go_string', 'cap_text',
-           'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
+           'TOKEN_COLOURS', 'COST_COLOURS', 'GO_NON_BLANK', 'NonBlank', 'GoInt', 'Position', 'Count', 'Timestamp',
+           'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session',
+           'Attempt', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
+           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'go_escape',
+           'go_string', 'cap_text', 'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
 import math
 import re
 from decimal import Decimal
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, get_args, get_origin
 
 import msgspec
 
@@ -71,12 +71,14 @@ TOKEN_COLOURS = {"input": "#1565c0", "output": "#e65100", "cache_created": "#6a1
 COST_COLOURS = dict(zip(COST_COMPONENTS, TOKEN_COLOURS.values()))
 
 # %% ../nbs/00_record.ipynb #0eb8ccf2
-NonBlank = Annotated[str, msgspec.Meta(pattern=r"\S")]  # required: not empty once white space is trimmed
-Position = Annotated[int, msgspec.Meta(ge=1)]  # counts from 1
-Count = Annotated[int, msgspec.Meta(ge=0)]  # counts from 0
+GO_NON_BLANK = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
+NonBlank = Annotated[str, msgspec.Meta(pattern=GO_NON_BLANK)]  # required: not empty once white space is trimmed
+GoInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # what fits Go's 64-bit int
+Position = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]  # counts from 1
+Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # counts from 0
 Timestamp = Annotated[dt.datetime, msgspec.Meta(tz=True)]  # RFC 3339 with a zone
 Outcome = Annotated[str, msgspec.Meta(pattern=(
-    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)\S"))]
+    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + GO_NON_BLANK))]
 GO_ZERO_TIME = dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)  # what Go writes for a time never set
 
 # %% ../nbs/00_record.ipynb #b38ee389
@@ -86,12 +88,33 @@ class Omit:
     "`Omit[T]`: a field of type `T` that Go leaves out of the line when it is empty or zero."
     def __class_getitem__(cls, field_type): return Annotated[field_type, _OMITEMPTY]
 
-class _Line(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True,
-            repr_omit_defaults=True, gc=False):
-    "Options shared by every record type: unknown fields refused, keyword construction, no GC tracking."
-
 # %% ../nbs/00_record.ipynb #6934a48b
-class Price(_Line):
+def _go_zero(annotation):
+    "Go's zero value for a string or number field (`\"\"`, 0; a one-value `Literal`: that value), else `...`."
+    if get_origin(annotation) is Annotated: annotation = get_args(annotation)[0]
+    if get_origin(annotation) is Literal:
+        values = get_args(annotation)
+        return values[0] if len(values) == 1 else type(values[0])()
+    return annotation() if annotation in (str, int) else ...
+
+class _GoZeros(type(msgspec.Struct)):
+    "Metaclass of the record types: a field a line must carry starts at Go's zero value when a record is built."
+    def __new__(meta, name, bases, namespace, **options):
+        cls = super().__new__(meta, name, bases, namespace, **options)
+        zeros = ((field.name, _go_zero(field.type)) for field in msgspec.structs.fields(cls) if field.required)
+        cls._zeros = tuple((field, zero) for field, zero in zeros if zero is not ...)  # a payload stays required
+        return cls
+    def __call__(cls, *args, **fields):
+        for name, zero in cls._zeros:
+            if name not in fields: fields[name] = zero
+        return super().__call__(*args, **fields)
+
+class _Line(msgspec.Struct, metaclass=_GoZeros, forbid_unknown_fields=True, omit_defaults=True, kw_only=True,
+            repr_omit_defaults=True, gc=False):
+    "Options shared by every record type: unknown fields refused, Go's zeros when built, no GC tracking."
+
+# %% ../nbs/00_record.ipynb #089a9f9f
+class Price(_Line, kw_only=True):
     "What one model's tokens cost, per million, as the run's price table declared them."
     input_per_million_usd: float = 0.0
     output_per_million_usd: float = 0.0
@@ -99,7 +122,7 @@ class Price(_Line):
     cache_read_per_million_usd: float = 0.0
     retrieved_on: str = ""  # the day the figures were read, so a reader can judge them stale
 
-class Provider(_Line):
+class Provider(_Line, kw_only=True):
     "One configured model, as the run resolved it."
     spec: str = ""  # the provider:model;key=value string attempts name as their `model`
     name: str = ""
@@ -107,11 +130,11 @@ class Provider(_Line):
     options: Omit[dict[str, str]] = {}
     price: Omit[Optional[Price]] = None  # absent when the run was allowed to start unpriced
 
-# %% ../nbs/00_record.ipynb #089a9f9f
-class Run(_Line):
+# %% ../nbs/00_record.ipynb #ef32e43d
+class Run(_Line, kw_only=True):
     "What one test package was configured with, written once per shard."
     package: str = ""
-    run_id: NonBlank = ""
+    run_id: NonBlank
     commit: Omit[str] = ""
     started_at: Timestamp = GO_ZERO_TIME
     edition: str = ""
@@ -123,11 +146,11 @@ class Run(_Line):
     contract_digest: str = ""
     providers: Omit[list[Provider]] = []
     budget_usd: Omit[float] = 0.0
-    repeat: Position = 0
+    repeat: Position
 
-class Session(_Line):
+class Session(_Line, kw_only=True):
     "One server configuration, written when it starts: what the model was talking to."
-    label: NonBlank = ""
+    label: NonBlank
     surface: str = ""
     mode: str = ""
     capabilities: str = ""
@@ -138,21 +161,21 @@ class Session(_Line):
     served_tools: Count = 0
     tool_schema_digests: Omit[dict[str, str]] = {}
 
-# %% ../nbs/00_record.ipynb #ef32e43d
-class Attempt(_Line):
+# %% ../nbs/00_record.ipynb #7c2c1f27
+class Attempt(_Line, kw_only=True):
     "One case put to one model on one surface, and how the conversation ended."
-    id: NonBlank = ""
-    case: NonBlank = ""
-    model: NonBlank = ""
+    id: NonBlank
+    case: NonBlank
+    model: NonBlank
     surface: str = ""
     session: str = ""  # required unless the attempt never reached a session (see `line_problem`)
-    repeat: Position = 0
+    repeat: Position
     shown_tools: Omit[Count] = 0
     overflowed: Omit[bool] = False
     tool_digest: Omit[str] = ""
     facts: Omit[dict[str, str]] = {}
     stimulus: Omit[str] = ""
-    ended_by: Literal[ENDINGS] = ""
+    ended_by: Literal[ENDINGS]
     reason: Omit[str] = ""
 
 # %% ../nbs/00_record.ipynb #4d22c7ad
@@ -160,9 +183,9 @@ def _json_value(raw: msgspec.Raw):
     "The parsed value of a raw JSON field, or None when the field is empty."
     return msgspec.json.decode(raw) if raw else None
 
-class Block(_Line):
+class Block(_Line, kw_only=True):
     "One piece of what a model emitted in a turn: prose, reasoning or a tool call."
-    kind: Literal[BLOCK_KINDS] = ""
+    kind: Literal[BLOCK_KINDS]
     text: Omit[str] = ""
     tool: Omit[str] = ""
     arguments: Omit[msgspec.Raw] = msgspec.Raw()
@@ -171,62 +194,62 @@ class Block(_Line):
     @property
     def arguments_value(self): "The parsed `arguments`."; return _json_value(self.arguments)
 
-class Usage(_Line):
+class Usage(_Line, kw_only=True):
     "What one provider request was billed for, in four token categories."
     input: Count = 0
     output: Count = 0
     cache_created: Omit[Count] = 0
     cache_read: Omit[Count] = 0
 
-class Turn(_Line):
+class Turn(_Line, kw_only=True):
     "One request to a provider and the answer it gave; a retry is another turn at the same index."
-    attempt: NonBlank = ""
-    index: Position = 0
-    try_: Position = msgspec.field(default=0, name="try")
+    attempt: NonBlank
+    index: Position
+    try_: Position = msgspec.field(name="try")
     request_digest: Omit[str] = ""
     blocks: Omit[list[Block]] = []
     usage: Usage = msgspec.field(default_factory=Usage)
-    status: Literal[TURN_STATUSES] = ""
+    status: Literal[TURN_STATUSES]
     detail: Omit[str] = ""
     latency_ms: Omit[float] = 0.0
 
 # %% ../nbs/00_record.ipynb #1122ee44
-class Call(_Line):
+class Call(_Line, kw_only=True):
     "One tools/call the model made: what it requested and what the server dispatched for it."
-    attempt: NonBlank = ""
-    turn: Position = 0
-    index: Position = 0
-    tool: NonBlank = ""
+    attempt: NonBlank
+    turn: Position
+    index: Position
+    tool: NonBlank
     arguments: Omit[msgspec.Raw] = msgspec.Raw()
     requested_action: Omit[str] = ""
     dispatched_action: Omit[str] = ""
     dispatched_tool: Omit[str] = ""
     refusal_reason: Omit[str] = ""
-    outcome: Outcome = ""
+    outcome: Outcome
     result: Omit[msgspec.Raw] = msgspec.Raw()
     result_truncated: Omit[bool] = False
     text: Omit[str] = ""
     text_truncated: Omit[bool] = False
     duration_ms: Omit[float] = 0.0
     trace_id: Omit[str] = ""
-    requests: Omit[int] = 0
+    requests: Omit[GoInt] = 0
     dispatch_observed: bool = False
     @property
     def arguments_value(self): "The parsed `arguments`."; return _json_value(self.arguments)
     @property
     def result_value(self): "The parsed `result`."; return _json_value(self.result)
 
-class Verify(_Line):
+class Verify(_Line, kw_only=True):
     "A recipe's own check against the instance after an attempt finished."
-    attempt: NonBlank = ""
-    name: NonBlank = ""
+    attempt: NonBlank
+    name: NonBlank
     passed: bool = False
     detail: Omit[str] = ""
 
 # %% ../nbs/00_record.ipynb #fb1ba7dc
-class Record(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, kw_only=True, gc=False):
+class Record(msgspec.Struct, metaclass=_GoZeros, tag_field="type", forbid_unknown_fields=True, kw_only=True, gc=False):
     "One line of a shard: the schema it was written under, which line it is, and exactly one payload."
-    schema: Literal[SCHEMA_VERSION] = SCHEMA_VERSION
+    schema: Literal[SCHEMA_VERSION]
     @property
     def type(self) -> str: "The line type, one of `LINE_TYPES`."; return self.__struct_config__.tag
     @property
@@ -251,7 +274,9 @@ RECORD_TYPES = {Run: RunRecord, Session: SessionRecord, Attempt: AttemptRecord, 
 AnyRecord = RunRecord | SessionRecord | AttemptRecord | TurnRecord | CallRecord | VerifyRecord
 
 # %% ../nbs/00_record.ipynb #a5d54169
-def _blank(text: str) -> bool: return not text.strip()
+_GO_NON_BLANK = re.compile(GO_NON_BLANK)
+
+def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
 def line_problem(line) -> Optional[tuple[str, str]]:
     "The first rule across fields that `line` breaks, as `(field, why)`, or None when it keeps them all."

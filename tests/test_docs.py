@@ -1,0 +1,304 @@
+"""The documentation site: built from the notebooks by the README's command, whole, and offline in a browser.
+
+The site is built once (`python tools/build_docs.py --out ...`) and opened in headless Chromium over
+http on 127.0.0.1. The explorer page is the page of `nbs/NN_explore.ipynb` once that notebook exists;
+until then it is the first chapter with a saved plot, or, while no chapter has one, the page of a
+small notebook with a saved plot and a saved widget that this test writes beside copies of the
+notebooks (never into nbs/). Screenshots go to test-artifacts/.
+"""
+import base64, functools, http.server, io, json, re, shutil, subprocess, sys, threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NBS = ROOT / "nbs"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+sys.path.insert(0, str(ROOT / "tools"))
+import build_docs, nbdocs  # noqa: E402
+
+
+def build_site(out: Path, nbs: Path = NBS) -> Path:
+    "Build the site as the README says, into `out` (README.md left alone)."
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "build_docs.py"), "--out", str(out), "--nbs", str(nbs),
+                          "--no-readme"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"the docs build failed:\n{run.stdout}\n{run.stderr}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return build_site(tmp_path_factory.mktemp("docs") / "_docs")
+
+
+# ---------------------------------------------------------------------------------------------
+# The site, read as files
+
+def test_every_chapter_has_a_page_in_reading_order(site):
+    chapters = build_docs.chapters(NBS)
+    assert chapters, "no numbered notebook in nbs/"
+    assert [int(re.match(r"\d+", p.name)[0]) for p in chapters] == sorted(int(re.match(r"\d+", p.name)[0]) for p in chapters)
+    home = (site / "index.html").read_text()
+    nav = re.search(r'<div class="sidebar-tree">(.*?)</div>', home, re.S)[1]
+    links = re.findall(r'href="([\w.-]+)\.html"', nav)
+    assert links == [build_docs.page_name(p) for p in chapters]  # the navigation lists every chapter, in order
+    for path in chapters: assert (site / f"{build_docs.page_name(path)}.html").exists()
+
+
+def test_api_entry_of_read_shards(site):
+    page = (site / "reader.html").read_text()
+    assert 'id="modelrecord.reader.read_shards"' in page, "no API entry for read_shards"
+    entry = page[page.index('id="modelrecord.reader.read_shards"'):]
+    text = re.sub(r"<[^>]+>", "", entry[:entry.find('id="modelrecord.reader.', 10)])  # up to the next entry
+    assert "read_shards" in text and "errors" in text and "Errors" in text  # the signature, as written
+    assert "The shards under" in text  # the docstring
+
+
+def test_every_public_name_has_an_entry(site):
+    "Every name of a module's `__all__` (nbdev's rule) is an object in the site's inventory."
+    inventory = {line.split()[0] for line in _inventory(site)}
+    for path in build_docs.chapters(NBS):
+        nb = nbformat.read(path, as_version=4)
+        module = nbdocs.default_exp(nb)
+        if not module: continue
+        source = "\n".join(nbdocs.split_directives(c.source)[1] for c in nb.cells
+                           if c.cell_type == "code" and "export" in nbdocs.split_directives(c.source)[0])
+        import ast
+        missing = [n for n in nbdocs.public_names(ast.parse(source)) if f"modelrecord.{module}.{n}" not in inventory]
+        assert not missing, f"{path.name}: no API entry for {missing}"
+
+
+def _inventory(site: Path) -> list:
+    import zlib
+    data = (site / "objects.inv").read_bytes()
+    body = data.split(b"\n", 4)[4]
+    return zlib.decompress(body).decode().splitlines()
+
+
+def test_nothing_is_loaded_from_another_host(site):
+    assert build_docs.check_site(site) == []
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        assert not re.search(r"""<(?:script|img|iframe)\b[^>]*\bsrc=["']?(?:https?:)?//""", text), page
+        assert not re.search(r"""<link\b[^>]*\bhref=["']?(?:https?:)?//""", text), page
+        assert "fonts.googleapis" not in text and "cdn." not in text, page
+
+
+def test_readme_is_generated_from_the_index_notebook():
+    readme = (ROOT / "README.md").read_text()
+    nb = nbdocs.process(nbformat.read(NBS / "index.ipynb", as_version=4), "modelrecord")
+    assert readme == nbdocs.readme_markdown(nb), "README.md is stale: run `python tools/build_docs.py`"
+    assert 'pip install -e . && modelrecord validate' in readme
+    assert 'pip install -e ".[dev]" && python -m pytest' in readme
+    assert "python tools/build_docs.py" in readme
+
+
+# ---------------------------------------------------------------------------------------------
+# What fails the build
+
+def _chapter(tmp_path, *cells) -> Path:
+    "A notebooks folder holding the index and one chapter made of `cells`."
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    shutil.copy(NBS / "index.ipynb", nbs)
+    shutil.copy(NBS / "01_reader.ipynb", nbs)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Broken\n> a chapter that cannot be published"),
+                                                   *cells]), nbs / "05_broken.ipynb")
+    return nbs
+
+
+def _refused(tmp_path, nbs) -> str:
+    with pytest.raises(SystemExit) as failure:
+        build_docs.build(out=tmp_path / "site", nbs=nbs, write_readme=False)
+    return str(failure.value)
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    nbs = _chapter(tmp_path, nbformat.v4.new_markdown_cell(
+        "See [a chapter](09_nowhere.ipynb), [a heading](01_reader.ipynb#nowhere) and <a href='gone.html'>a page</a>."))
+    why = _refused(tmp_path, nbs)
+    assert "05_broken.ipynb" in why and "09_nowhere.ipynb" in why and "nowhere" in why and "gone.html" in why
+
+
+def test_a_saved_error_fails_the_build(tmp_path):
+    error = nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])
+    nbs = _chapter(tmp_path, nbformat.v4.new_code_cell("1/0", outputs=[error]))
+    assert "ZeroDivisionError" in _refused(tmp_path, nbs)
+
+
+def test_a_resource_from_another_host_fails_the_build(tmp_path):
+    nbs = _chapter(tmp_path, nbformat.v4.new_markdown_cell('<img src="https://example.com/logo.png">'))
+    assert "loads https://example.com/logo.png from another host" in _refused(tmp_path, nbs)
+
+
+# ---------------------------------------------------------------------------------------------
+# The processing of a notebook
+
+def test_api_entries_from_an_export_cell():
+    src = '''import os
+LIMIT = 3  # the most there can be
+_PRIVATE = 1
+def fetch(path:str, # where it is
+          tries:int=LIMIT) -> bytes:
+    "Read `path`."
+def _helper(): pass
+class Box(Base):
+    "A box."
+    size: int = 0  # how big
+    def open(self, force: bool = False) -> "Box":
+        "Open the box."
+@patch
+def shut(self: Box): "Shut the box."
+'''
+    items = nbdocs.cell_entries(src)
+    assert items[0] == ("code", ["LIMIT"], "LIMIT = 3  # the most there can be")
+    fetch, box, shut = items[1:]
+    assert (fetch.name, fetch.signature, fetch.doc) == ("fetch", "(path: str, tries: int = LIMIT) -> bytes", "Read `path`.")
+    assert fetch.params == [("path", "where it is")]
+    assert (box.directive, box.bases, box.fields) == ("py:class", ["Base"], [("size", "int", "0", "how big")])
+    assert (box.children[0].name, box.children[0].signature) == ("open", '(force: bool = False) -> "Box"')
+    assert (shut.name, shut.doc) == ("Box.shut", "Shut the box.")
+    assert nbdocs.public_names(__import__("ast").parse(src)) == ["LIMIT", "fetch", "Box"]
+
+
+def test_directives_are_honoured():
+    cells = [nbformat.v4.new_markdown_cell("# T\n> s"),
+             nbformat.v4.new_code_cell("#| default_exp thing"),
+             nbformat.v4.new_code_cell("#| hide\nsecret = 1"),
+             nbformat.v4.new_code_cell("#| echo: false\nshown_output_only()", outputs=[nbformat.v4.new_output("stream", text="out\n")]),
+             nbformat.v4.new_code_cell("#| output: false\nno_output()", outputs=[nbformat.v4.new_output("stream", text="x\n")]),
+             nbformat.v4.new_code_cell("#| include: false\ngone()"),
+             nbformat.v4.new_code_cell("#| exporti\ndef internal(): pass"),
+             nbformat.v4.new_code_cell("#| export\ndef visible():\n    'Shown.'")]
+    nb = nbdocs.process(nbformat.v4.new_notebook(cells=cells), "lib")
+    sources = [c.source for c in nb.cells]
+    assert not any("secret" in s or "gone" in s or "internal" in s or "default_exp" in s for s in sources)
+    echo = next(c for c in nb.cells if "shown_output_only" in c.source)
+    assert "remove-input" in echo.metadata["tags"] and echo.outputs
+    assert next(c for c in nb.cells if "no_output" in c.source).outputs == []
+    assert sources[-1].startswith("```{py:function} visible()\n:module: lib.thing")
+
+
+def _png(title: str) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(4, 2.5))
+    ax.bar(["a", "b"], [3, 5], color=["#2e7d32", "#ef6c00"])
+    ax.set_title(title)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def plot_notebook() -> nbformat.NotebookNode:
+    "A chapter as an explorer notebook saves it: a plot, and a widget whose saved state holds a plot."
+    state = {
+        "box": {"model_name": "VBoxModel", "model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0",
+                "state": {"children": ["IPY_MODEL_pick", "IPY_MODEL_out"]}},
+        "pick": {"model_name": "DropdownModel", "model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0",
+                 "state": {"_options_labels": ["a", "b"], "index": 1, "description": "model"}},
+        "out": {"model_name": "OutputModel", "model_module": "@jupyter-widgets/output", "model_module_version": "1.0.0",
+                "state": {"outputs": [{"output_type": "display_data", "metadata": {},
+                                       "data": {"image/png": _png("chosen: b"), "text/plain": "<Figure>"}}]}}}
+    view = {"version_major": 2, "version_minor": 0, "model_id": "box"}
+    return nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Explore\n> A saved plot and a saved widget, as an explorer leaves them."),
+               nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output(
+                   "display_data", {"image/png": _png("completed by model"), "text/plain": "<Figure>"})]),
+               nbformat.v4.new_code_cell("explorer()", outputs=[nbformat.v4.new_output(
+                   "display_data", {nbdocs.WIDGET_VIEW: view, "text/plain": "VBox(...)"})])],
+        metadata={"widgets": {nbdocs.WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": state}}})
+
+
+def test_a_widget_is_shown_as_saved():
+    nb = nbdocs.process(plot_notebook(), "lib")
+    outputs = nb.cells[-1].outputs
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # the Output widget's plot
+    assert any("<code>b</code>" in o.get("data", {}).get("text/html", "") for o in outputs)  # the chosen option
+    assert not any(nbdocs.WIDGET_VIEW in o.get("data", {}) for o in outputs) and "widgets" not in nb.metadata
+
+
+# ---------------------------------------------------------------------------------------------
+# In a browser, offline
+
+def explorer_page(site: Path, tmp_path_factory) -> tuple[Path, str]:
+    "The site and page to check as the explorer: NN_explore's, else a chapter with a plot, else a fixture's."
+    explore = [p for p in build_docs.chapters(NBS) if build_docs.page_name(p) == "explore"]
+    if explore: return site, "explore.html"
+    for path in build_docs.chapters(NBS):
+        page = site / f"{build_docs.page_name(path)}.html"
+        if re.search(r'<div class="cell_output[^>]*>.*?<img ', page.read_text(), re.S): return site, page.name
+    nbs = tmp_path_factory.mktemp("nbs-with-plot")  # the home page and the fixture chapter are enough
+    shutil.copy(NBS / "index.ipynb", nbs)
+    nbformat.write(plot_notebook(), nbs / "99_explore.ipynb")
+    return build_site(tmp_path_factory.mktemp("docs-with-plot") / "_docs", nbs), "explore.html"
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args): pass
+
+
+@pytest.fixture(scope="module")
+def served(site, tmp_path_factory):
+    "`(url of the site, url of the explorer page)`, each served over http on 127.0.0.1."
+    explorer_site, explorer = explorer_page(site, tmp_path_factory)
+    servers = []
+    for root in {site, explorer_site}:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append((root, server))
+    url = {root: f"http://127.0.0.1:{server.server_address[1]}/" for root, server in servers}
+    yield url[site], url[explorer_site] + explorer
+    for _, server in servers: server.shutdown(); server.server_close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (.ci/run installs it)")
+def test_site_in_a_browser(served):
+    from playwright.sync_api import sync_playwright
+    home, explorer = served
+    ARTIFACTS.mkdir(exist_ok=True)
+    problems = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM),
+                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text} ({m.location.get('url')})"))
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.on("requestfailed", lambda r: problems.append(f"failed request: {r.url} ({r.failure})"))
+            page.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status}: {r.url}"))
+            page.on("request", lambda r: re.match(r"(https?|wss?)://127\.0\.0\.1[:/]", r.url) or r.url.startswith("data:")
+                    or problems.append(f"request to another host: {r.url}"))
+
+            page.goto(home + "index.html", wait_until="networkidle")
+            nav = page.locator(".sidebar-tree a.reference")
+            assert nav.count() == len(build_docs.chapters(NBS))
+            page.screenshot(path=str(ARTIFACTS / "docs-home.png"))
+
+            page.goto(home + "reader.html", wait_until="networkidle")
+            entry = page.locator("[id='modelrecord.reader.read_shards']")
+            assert entry.is_visible() and "read_shards" in entry.inner_text()
+            page.evaluate("document.getElementById('modelrecord.reader.read_shards').scrollIntoView({behavior: 'instant'})")
+            page.evaluate("window.scrollBy(0, -80)")
+            page.screenshot(path=str(ARTIFACTS / "docs-read_shards.png"))
+
+            page.goto(home + "search.html?q=read_shards", wait_until="networkidle")
+            hit = page.locator("#search-results a[href*='modelrecord.reader.read_shards']")
+            hit.first.wait_for(timeout=10_000)  # the search index is part of the site: no server, no network
+            page.screenshot(path=str(ARTIFACTS / "docs-search.png"))
+
+            page.goto(explorer, wait_until="networkidle")
+            plots = page.locator(".cell_output img")
+            assert plots.count() > 0, f"{explorer} shows no plot"
+            plots.first.scroll_into_view_if_needed()
+            loaded = page.evaluate("[...document.querySelectorAll('.cell_output img')].map(i => i.complete && i.naturalWidth > 0)")
+            assert all(loaded), f"a plot of {explorer} did not load: {loaded}"
+            page.screenshot(path=str(ARTIFACTS / "docs-explore.png"), full_page=True)
+        finally:
+            browser.close()
+    assert problems == []
