@@ -10,6 +10,7 @@ __all__ = ['BLOCK_BYTES', 'Errors', 'ShardError', 'is_shard_name', 'shard_paths'
 import gc
 import os
 import re
+from itertools import compress, repeat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Optional, Union
@@ -150,7 +151,7 @@ def _not_json(failure: msgspec.DecodeError) -> str:
     return why + " (the line stops short, as one torn by a process killed mid-write does)" if "truncated" in why else why
 
 _TOO_DEEP = ("nests arrays or objects deeper than this reader can follow (Python's recursion limit, "
-             "about a thousand levels): no writer of this record nests its values that deep")
+             "about a thousand levels; Go's reader follows ten thousand)")
 
 def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
     "Decode `lines` (numbered from `first`) one by one, keeping the good ones and refusing the rest."
@@ -169,7 +170,8 @@ def _read_lines(path: str, lines: list, first: int, records: list, refuse):
     try:
         if max(map(len, lines), default=0) >= MAX_LINE_BYTES: raise ValueError
         decoded = [_decode(line) for line in lines if line]
-        if any(map(_problem, decoded)): raise ValueError
+        checked = compress(decoded, map(isinstance, decoded, repeat(_CHECKED)))
+        if any(map(_problem, checked)): raise ValueError
     except (ValueError, msgspec.DecodeError, RecursionError):
         return _refuse_lines(path, lines, first, records, refuse)
     records += decoded
@@ -180,18 +182,16 @@ def _read_file(path: str, records: list, refuse):
     with open(path, "rb") as file:
         pending, number, skipping = b"", 1, False
         while block := file.read(BLOCK_BYTES):
+            lines = block.split(b"\n")
             if skipping:
-                newline = block.find(b"\n")
-                if newline < 0: continue
-                block, number, skipping = block[newline + 1:], number + 1, False
-            end = block.rfind(b"\n") + 1
-            if end:
-                lines = (pending + block[:end]).split(b"\n")
-                lines.pop()
+                if len(lines) == 1: continue
+                del lines[0]
+                number, skipping = number + 1, False
+            lines[0] = pending + lines[0]
+            pending = lines.pop()
+            if lines:
                 _read_lines(path, lines, number, records, refuse)
-                number, pending = number + len(lines), block[end:]
-            else:
-                pending += block
+                number += len(lines)
             if len(pending) >= MAX_LINE_BYTES:
                 refuse(ShardError(path, number, None, _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
                 pending, skipping = b"", True

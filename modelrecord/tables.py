@@ -32,6 +32,9 @@ def _column(values: list, kind: str) -> pa.Array:
     "One Arrow column of `kind` (cat, str, int, float, bool, time, raw) from a list of Python values."
     if kind == "int": return pa.array(values, pa.int64())
     if kind == "float": return pa.array(values, pa.float64())
+    if kind == "float0":
+        column = pa.array(values, pa.float64())
+        return pc.if_else(pc.equal(column, 0.0), pa.scalar(None, pa.float64()), column) if len(column) else column
     if kind == "bool": return pa.array(values, pa.bool_())
     if kind == "time": return pa.array(values, pa.timestamp("us", tz="UTC"))
     if kind == "raw": values = [bytes(raw).decode() if raw else None for raw in values]
@@ -44,7 +47,7 @@ _RUN = [("run_id", "run_id", "cat"), ("commit", "commit", "cat"), ("edition", "e
         ("tier", "tier", "cat"), ("started_at", "started_at", "time"), ("gitlab_version", "gitlab_version", "cat"),
         ("tier_confirmed", "tier_confirmed", "bool"), ("package", "package", "cat"), ("filter", "filter", "str"),
         ("corpus_digest", "corpus_digest", "cat"), ("contract_digest", "contract_digest", "cat"),
-        ("budget_usd", "budget_usd", "float"), ("repeat", "repeat", "int")]
+        ("budget_usd", "budget_usd", "float0"), ("repeat", "repeat", "int")]
 _PROVIDER = [("spec", "spec", "cat"), ("name", "name", "cat"), ("model", "model", "cat")]
 _PRICE = [(name, name, "float") for name in TOKEN_PRICES.values()] + [("retrieved_on", "retrieved_on", "cat")]
 _SESSION = [("label", "label", "cat"), ("surface", "surface", "cat"), ("mode", "mode", "cat"),
@@ -54,13 +57,13 @@ _ATTEMPT = [("attempt", "id", "str"), ("case", "case", "cat"), ("model", "model"
             ("session", "session", "cat"), ("repeat", "repeat", "int"), ("ended_by", "ended_by", "cat"),
             ("reason", "reason", "str"), ("shown_tools", "shown_tools", "int"), ("overflowed", "overflowed", "bool")]
 _TURN = [("attempt", "attempt", "str"), ("turn", "index", "int"), ("try", "try_", "int"), ("status", "status", "cat"),
-         *[(name, f"usage.{name}", "int") for name in TOKEN_CATEGORIES], ("latency_ms", "latency_ms", "float"),
+         *[(name, f"usage.{name}", "int") for name in TOKEN_CATEGORIES], ("latency_ms", "latency_ms", "float0"),
          ("detail", "detail", "str")]
 _CALL = [("attempt", "attempt", "str"), ("turn", "turn", "int"), ("call", "index", "int"), ("tool", "tool", "cat"),
          ("outcome", "outcome", "cat"), ("requested_action", "requested_action", "cat"),
          ("dispatched_action", "dispatched_action", "cat"), ("dispatched_tool", "dispatched_tool", "cat"),
          ("refusal_reason", "refusal_reason", "cat"), ("dispatch_observed", "dispatch_observed", "bool"),
-         ("duration_ms", "duration_ms", "float"), ("requests", "requests", "int"),
+         ("duration_ms", "duration_ms", "float0"), ("requests", "requests", "int"),
          ("result_truncated", "result_truncated", "bool"), ("text_truncated", "text_truncated", "bool")]
 _VERIFY = [("attempt", "attempt", "str"), ("name", "name", "cat"), ("passed", "passed", "bool"), ("detail", "detail", "str")]
 _BLOCK = [("kind", "kind", "cat"), ("tool", "tool", "cat"), ("call_id", "call_id", "str")]
@@ -70,20 +73,15 @@ _CONTENT = {"attempts": [("tool_digest", "tool_digest", "str"), ("stimulus", "st
                       ("text", "text", "str")],
             "blocks": [("text", "text", "str"), ("arguments", "arguments", "raw"), ("raw", "raw", "str")]}
 
-def _columns(items: list, plan: list, values: Optional[dict] = None) -> dict:
-    "The columns of `plan` read from the objects `items`; the Python values of the columns named in `values` go there too."
-    columns = {}
-    for name, attribute, kind in plan:
-        column = list(map(attrgetter(attribute), items))
-        if values is not None and name in values: values[name] = column
-        columns[name] = _column(column, kind)
-    return columns
+def _columns(items: list, plan: list) -> dict:
+    "The columns of `plan` read from the objects `items`."
+    return {name: _column(list(map(attrgetter(attribute), items)), kind) for name, attribute, kind in plan}
 
 # %% ../nbs/04_tables.ipynb #55fd7c13
-def _positions(names: list, targets: list) -> pa.Array:
+def _positions(names: pa.Array, targets: pa.Array) -> pa.Array:
     "For each of `names`, the position of its first occurrence in `targets`, or null when it has none."
-    first = dict(zip(reversed(targets), range(len(targets) - 1, -1, -1)))
-    return pa.array(map(first.get, names), pa.int64(), size=len(names))
+    if pa.types.is_dictionary(targets.type): targets = targets.dictionary_decode()
+    return pc.index_in(names, value_set=targets).cast(pa.int64())
 
 def _take(columns: dict, names, at: pa.Array) -> dict:
     "The columns `names` of `columns` taken at positions `at` (null positions give missing values)."
@@ -169,24 +167,21 @@ def shard_tables(path, content: bool = False) -> dict:
         run = lines["run"][0] if lines["run"] else None
         plan = lambda name, base: base + (_CONTENT.get(name, []) if content else [])
 
-        labels = {"label": None}
-        sessions = _columns(lines["session"], _SESSION, labels)
+        sessions = _columns(lines["session"], _SESSION)
         sessions["token_scopes"] = _column([",".join(s.token_scopes) for s in lines["session"]], "cat")
 
         attempt_lines = lines["attempt"]
-        names = {"attempt": None, "session": None, "model": None}
-        attempts = _columns(attempt_lines, plan("attempts", _ATTEMPT), names)
+        attempts = _columns(attempt_lines, plan("attempts", _ATTEMPT))
         if content: attempts["facts"] = _column([msgspec.json.encode(a.facts).decode() if a.facts else "" for a in attempt_lines], "str")
-        session_at = _positions(names["session"], labels["label"])
+        session_at = _positions(attempts["session"], sessions["label"])
         attempts.update(_take(sessions, SESSION_COLUMNS, session_at), session_key=session_at)
-        priced_by = _positions(names["model"], list(prices)).fill_null(len(prices)).to_numpy()
+        priced_by = _positions(attempts["model"], pa.array(list(prices), pa.string())).fill_null(len(prices)).to_numpy()
         attempt_prices = _price_matrix([*prices.values(), None])[np.append(priced_by, len(prices))]
 
         def child(name, items, base):
             "A table whose lines name an attempt: its own columns, its attempt's, and its key."
-            named = {"attempt": None}
-            columns = _columns(items, plan(name, base), named)
-            at = _positions(named["attempt"], names["attempt"])
+            columns = _columns(items, plan(name, base))
+            at = _positions(columns["attempt"], attempts["attempt"])
             columns.update(_take(attempts, ATTEMPT_COLUMNS, at), attempt_key=at)
             return columns, at
 
@@ -325,14 +320,16 @@ def _within(values, keys) -> np.ndarray:
     hits = values.isin(keys)
     return hits.to_numpy(dtype=bool, na_value=False) if isinstance(hits, pd.Series) else np.asarray(hits, bool)
 
-def _where(self, attempts: Optional[pd.Series] = None, /, **conditions) -> "Tables":
-    "These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the mask `attempts`."
+def _where(self, attempts=None, /, **conditions) -> "Tables":
+    "These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the boolean mask `attempts`."
     unknown = [name for name in conditions if name not in self.attempts.columns]
     if unknown: raise ValueError(f"where() narrows by columns of attempts; {', '.join(map(repr, unknown))} "
                                  f"is not one (they are: {', '.join(self.attempts.columns)})")
     keep = _matching(self.attempts, conditions)
-    if attempts is not None:
-        keep &= pd.Series(attempts).reindex(self.attempts.index, fill_value=False).to_numpy(dtype=bool)
+    if isinstance(attempts, pd.Series): keep &= attempts.reindex(self.attempts.index, fill_value=False).to_numpy(dtype=bool)
+    elif attempts is not None:
+        if len(attempts) != len(self.attempts): raise ValueError(f"the mask has {len(attempts)} values for {len(self.attempts)} attempts")
+        keep &= np.asarray(attempts, bool)
     kept = self.attempts[keep]
 
     def narrowed(frame, own: list, key, keys):

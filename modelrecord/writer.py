@@ -7,6 +7,7 @@ __all__ = ['Report', 'DIR_MODE', 'RecordWarning', 'Writer', 'open_dir', 'open_wr
 
 # %% ../nbs/02_writer.ipynb #2427116a
 import errno
+import functools
 import hashlib
 import os
 import tempfile
@@ -100,9 +101,11 @@ class _Shard:
             self.fd = -1
 
 # %% ../nbs/02_writer.ipynb #c89ce34a
+_hash_of = functools.partial(hashlib.blake2b, digest_size=16)  # called as is: no Python frame per line
+
 def _digest(line: bytes) -> bytes:
     "The 16-byte fingerprint of a line that the writer remembers instead of the line."
-    return hashlib.blake2b(line, digest_size=16).digest()
+    return _hash_of(line).digest()
 
 def _line_name(line) -> str:
     "What a line is, for a message: 'a turn line', or 'a dict' for something that is not a line."
@@ -121,7 +124,7 @@ def _prepare(line, problems: list) -> Optional[tuple[bytes, bytes]]:
                         f"over the {MAX_LINE_BYTES}-byte cap of a shard line; bound a call's result with cap_result "
                         "and its text with cap_text")
         return None
-    return data + b"\n", _digest(data)
+    return data + b"\n", _hash_of(data).digest()  # `_digest`, inlined
 
 # %% ../nbs/02_writer.ipynb #d053f0c5
 class Writer:
@@ -163,8 +166,9 @@ def _write(self: Writer, *lines, report: Optional[Report] = None) -> None:
     if not self.directory: return
     if self._pid != os.getpid(): self._after_fork()
     if self._stopped: return
-    problems = []
-    prepared = [ready for line in lines if (ready := _prepare(line, problems))]
+    problems, prepared = [], []
+    for line in lines:
+        if ready := _prepare(line, problems): prepared.append(ready)
     if prepared: self._append(prepared, problems)
     if problems: _deliver(problems, report)
 

@@ -181,6 +181,24 @@ def test_directives_are_honoured():
     assert sources[-1].startswith("```{py:function} visible()\n:module: lib.thing")
 
 
+def test_show_doc_places_an_entry():
+    "As in nbdev, `show_doc(name)` shows the entry there, and only there; a name from another chapter is not indexed twice."
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("#| default_exp other"),
+                                            nbformat.v4.new_code_cell("#| export\ndef elsewhere(): 'Over there.'")])
+    cells = [nbformat.v4.new_code_cell("#| default_exp thing"),
+             nbformat.v4.new_code_cell("#| export\nclass Box:\n    'A box.'\n    def open(self): 'Open it.'\ndef pack(): 'Pack.'"),
+             nbformat.v4.new_markdown_cell("Prose about packing."),
+             nbformat.v4.new_code_cell("show_doc(pack)\nshow_doc(Box.open)"),
+             nbformat.v4.new_code_cell("show_doc(elsewhere)")]
+    index = nbdocs.api_index([other], "lib")
+    nb = nbdocs.process(nbformat.v4.new_notebook(cells=cells), "lib", index=index)
+    sources = [c.source for c in nb.cells]
+    assert sources[0].startswith("```{py:class} Box\n") and "{py:method} open" not in sources[0] and "pack" not in sources[0]
+    assert sources[1] == "Prose about packing."
+    assert sources[2].startswith("```{py:function} pack()") and sources[3].startswith("```{py:method} Box.open()")
+    assert sources[4].startswith("```{py:function} elsewhere()\n:module: lib.other\n:no-index:")
+
+
 def _png(title: str) -> str:
     import matplotlib
     matplotlib.use("Agg")

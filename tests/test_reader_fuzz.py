@@ -7,10 +7,13 @@ decode each line on its own), at several block sizes, so the block loop's bookke
 across blocks, the long-line skip, the fast path falling back) is checked as well. The line cap is
 shrunk to a few hundred bytes so that generated lines cross it often.
 """
+import atexit
 import datetime as dt
 import json
 import os
 import random
+import re
+import shutil
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,15 +26,16 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from modelrecord import reader
 from modelrecord.reader import ShardError, read_shard
 from modelrecord.record import (
-    AnyRecord, Attempt, BLOCK_KINDS, Block, Call, ENDINGS, LINE_TYPES, OUTCOMES, Price, Provider, Record, Run,
+    AnyRecord, Attempt, BLOCK_KINDS, Block, Call, ENDINGS, GO_NON_BLANK, LINE_TYPES, OUTCOMES, Price, Provider, Record, Run,
     Session, TURN_STATUSES, Turn, Usage, Verify, encode, line_problem, refused_outcome)
 
 SMALL_CAP = 300
 BLOCK_SIZES = (1, 7, 64, SMALL_CAP - 1, SMALL_CAP + 1, 8 << 20)
 # MODELRECORD_FUZZ_EXAMPLES=5000 for a longer hunt; the default keeps the file well under a minute.
-EXAMPLES = settings(max_examples=int(os.environ.get("MODELRECORD_FUZZ_EXAMPLES", 150)), deadline=None,
+EXAMPLES = settings(max_examples=int(os.environ.get("MODELRECORD_FUZZ_EXAMPLES", 400)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 WORKDIR = Path(tempfile.mkdtemp(prefix="modelrecord-fuzz-"))
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
 _decode = msgspec.json.Decoder(AnyRecord).decode
 
 
@@ -78,11 +82,8 @@ def check_shard(data: bytes, cap: int = SMALL_CAP, blocks=BLOCK_SIZES):
 
 # ---- valid lines: built with the record types and `encode` -------------------------------------
 
-def go_nonblank(text: str) -> bool: return bool(text.strip(" \t\n\r\v\f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004"
-                                                           "\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"))
-
 text = st.text(max_size=12)
-name = st.text(min_size=1, max_size=12).filter(go_nonblank)
+name = st.text(min_size=1, max_size=12).filter(re.compile(GO_NON_BLANK).search)
 position = st.integers(1, (1 << 63) - 1) | st.integers(1, 5)
 count = st.integers(0, (1 << 63) - 1) | st.integers(0, 5)
 number = st.floats(allow_nan=False, allow_infinity=False) | st.integers(-5, 5).map(float)

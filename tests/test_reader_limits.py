@@ -104,10 +104,11 @@ def huge_shard(tmp_path_factory) -> Path:
 
 
 PROBE = textwrap.dedent("""
-    import json, resource, sys
+    import json, resource, sys, tracemalloc
     from modelrecord.reader import ShardError, read_shard
     path, errors = sys.argv[1], sys.argv[2]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
     collected, result = [], {}
     try:
         shard = read_shard(path, errors=errors, collected=collected)
@@ -116,6 +117,7 @@ PROBE = textwrap.dedent("""
         collected.append(error)
     result["errors"] = [[e.line, e.field, e.why] for e in collected]
     result["peak_growth_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    result["peak_allocated_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
     print(json.dumps(result))
 """)
 
@@ -131,4 +133,4 @@ def test_huge_line_refused_in_bounded_memory(huge_shard, errors):
     assert "cap" in result["errors"][0][2]
     if errors == "collect": assert result["types"] == ["run", "verify"]
     # A reader that held the line would grow by 200 MB or more; blocks of 8 MiB keep it to a few tens.
-    assert result["peak_growth_mb"] < 64, result
+    assert result["peak_growth_mb"] < 64 and result["peak_allocated_mb"] < 64, result

@@ -6,7 +6,7 @@
 
 The home page is `nbs/index.ipynb`; every numbered notebook `nbs/NN_name.ipynb` is a chapter, in the
 order of its number, at `_docs/name.html` (nbdev's address for it). The notebooks are not executed:
-their saved outputs are shown, so run `/work/nbsrc/sync -x NAME` (or Jupyter) before building.
+their saved outputs are shown, so execute a notebook (and save it) before building.
 
 The build fails (exit 1) on a notebook that cannot be published (invalid, or with a saved error),
 a link to a page or heading that does not exist, or a page that would load anything from another host.
@@ -42,9 +42,13 @@ def page_name(path: Path) -> str:
 
 
 def _relink(source: str, pages: dict) -> str:
-    "Point links at `NN_name.ipynb` to the staged `name.ipynb`."
-    def sub(m): return m[1] + pages.get(m[2], m[2]) + ".ipynb" + m[3]
-    return re.sub(r"(\]\(\s*(?:\./)?)([\w.-]+?)\.ipynb([#)\s])", sub, source)
+    "Point links at a notebook (`NN_name.ipynb`) or at its page (`name.html`, nbdev's address) to the staged `name.ipynb`."
+    names = set(pages.values())
+    def sub(m):
+        if m[3] == "ipynb": return m[1] + pages.get(m[2], m[2]) + ".ipynb" + m[4]
+        page = pages.get(m[2], m[2])
+        return m[1] + page + ".ipynb" + m[4] if page in names else m[0]
+    return re.sub(r"(\]\(\s*(?:\./)?)([\w.-]+?)\.(ipynb|html)([#)\s])", sub, source)
 
 
 def stage(nbs: Path, out: Path, lib_name: str) -> tuple[list, "nbformat.NotebookNode"]:
@@ -60,10 +64,14 @@ def stage(nbs: Path, out: Path, lib_name: str) -> tuple[list, "nbformat.Notebook
             raise nbdocs.NotebookError(f"{path}: not a valid notebook: {e}") from e
         notebooks[path] = nb
     pages = {p.stem: page_name(p) for p in paths}
-    linker = nbdocs.make_linker(nbdocs.api_index(list(notebooks.values()), lib_name))
+    for name in set(pages.values()):
+        same = [stem for stem, page in pages.items() if page == name]
+        if len(same) > 1: raise nbdocs.NotebookError(f"{' and '.join(same)} would both be the page {name}.html")
+    index = nbdocs.api_index(list(notebooks.values()), lib_name)
+    linker = nbdocs.make_linker(index)
     toc, readme_nb = [], None
     for path, nb in notebooks.items():
-        processed = nbdocs.process(nb, lib_name, linker, name=str(path))
+        processed = nbdocs.process(nb, lib_name, linker, name=str(path), index=index)
         for cell in processed.cells:
             if cell.cell_type == "markdown": cell.source = _relink(cell.source, pages)
         if path == index_path: readme_nb = nbdocs.process(nb, lib_name, name=str(path))

@@ -16,12 +16,10 @@ module does the same job from the saved notebooks alone:
 Nothing is imported from the package and no cell is executed, so a page shows exactly what the
 committed notebook holds, and the build takes seconds.
 """
-import ast, copy, io, json, re, tokenize
-from pathlib import Path
+import ast, copy, io, re, tokenize
 
 import nbformat
 
-SIGNATURE_WIDTH = 88  # the py domain wraps longer signatures one parameter a line
 WIDGET_VIEW, WIDGET_STATE = "application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json"
 
 
@@ -195,12 +193,11 @@ def _code(text: str) -> str:
     return f"{fence}{' ' if fence == '``' else ''}{text}{' ' if fence == '``' else ''}{fence}"
 
 
-def entry_markdown(entry: Entry, module: str, linker=None, depth: int = 0) -> str:
-    "MyST markdown for an API entry (the Python domain gives it an anchor, an index entry and a search entry)."
+def entry_markdown(entry: Entry, module: str, linker=None, depth: int = 0, no_index: bool = False) -> str:
+    """MyST markdown for an API entry (the Python domain gives it an anchor, an index entry and a search entry;
+    `no_index` for a second showing of an entry documented on another page)."""
     link = linker or (lambda s: s)
-    fence = "`" * (3 + (1 if entry.children else 0))
-    head = f"{fence}{{{entry.directive}}} {entry.name}{entry.signature}"
-    opts = ([f":module: {module}"] if depth == 0 else []) + entry.options
+    opts = ([f":module: {module}"] if depth == 0 else []) + entry.options + ([":no-index:"] if no_index else [])
     body = []
     if entry.bases: body.append("Bases: " + ", ".join(link(_code(b)) for b in entry.bases))
     if entry.doc: body.append(link(entry.doc))
@@ -213,14 +210,19 @@ def entry_markdown(entry: Entry, module: str, linker=None, depth: int = 0) -> st
         rows = ["| " + " | ".join(h for h, _ in shown) + " |", "|" + "---|" * len(shown)]
         rows += ["| " + " | ".join(_cell(cells(f)[i]) for _, i in shown) + " |" for f in entry.fields]
         body.append("\n".join(rows))
-    for child in entry.children: body.append(entry_markdown(child, module, linker, depth + 1))
-    return "\n".join([head] + opts + [""] + ["\n\n".join(body), fence])
+    for child in entry.children: body.append(entry_markdown(child, module, linker, depth + 1, no_index))
+    text = "\n\n".join(body)
+    fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`{3,}", text)])  # longer than any fence inside
+    head = f"{fence}{{{entry.directive}}} {entry.name}{entry.signature}"
+    return "\n".join([head] + opts + ["", text, fence])
 
 
-def constants_markdown(names: list, text: str, module: str) -> str:
+def constants_markdown(names: list, text: str, module: str, show_code: bool = True) -> str:
     "The source of public assignments, with an index entry and anchor for each name they define."
     targets = "\n".join(f"```{{py:data}} {n}\n:module: {module}\n:no-typesetting:\n```" for n in names)
-    return f"{targets}\n\n```python\n{text}\n```"
+    if not show_code: return targets
+    fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`{3,}", text)])
+    return f"{targets}\n\n{fence}python\n{text}\n{fence}".lstrip("\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,7 +252,6 @@ def _widget_outputs(model_id: str, state: dict, seen=None) -> list:
     label = st.get("description") or name.replace("Model", "")
     html = f'<p class="widget-control"><span>{_esc(str(label))}</span> <code>{_esc(str(value))}</code></p>'
     return [nbformat.v4.new_output("display_data", {"text/html": html})]
-    return []
 
 
 def _esc(text: str) -> str:
@@ -317,38 +318,53 @@ def default_exp(nb) -> str:
     return ""
 
 
+def _exported(nb, lib_name: str):
+    "`(module, item)` for each item (`Entry` or constants) of the export cells of `nb`."
+    module = f"{lib_name}.{default_exp(nb)}"
+    for cell in nb.cells:
+        if cell.cell_type != "code": continue
+        directives, src = split_directives(_join(cell.source))
+        if not directives.keys() & {"export", "exports"} or "hide" in directives: continue
+        mod = f"{lib_name}.{directives['export'][0]}" if directives.get("export") else module
+        try: items = cell_entries(src)
+        except SyntaxError: continue
+        for item in items: yield mod, item
+
+
+def _entries(nb, lib_name: str) -> dict:
+    "Name (and `Class.method`) -> `(entry, module, class entry or None)` for the export cells of `nb`."
+    found = {}
+    for mod, item in _exported(nb, lib_name):
+        if isinstance(item, tuple): continue
+        found.setdefault(item.name, (item, mod, None))
+        for child in item.children: found.setdefault(f"{item.name}.{child.name}", (child, mod, item))
+    return found
+
+
 def api_index(notebooks: list, lib_name: str) -> dict:
-    "Public name (and `Class.method`) -> `(full name, python-domain role)` over the export cells of all notebooks."
+    "Public name (and `Class.method`) -> `(full name, python-domain role, entry, module)` over all the notebooks."
     names = {}
     for nb in notebooks:
-        module = f"{lib_name}.{default_exp(nb)}"
-        for cell in nb.cells:
-            if cell.cell_type != "code": continue
-            directives, src = split_directives(cell.source)
-            if not directives.keys() & {"export", "exports"}: continue
-            mod = f"{lib_name}.{directives['export'][0]}" if directives.get("export") else module
-            try: items = cell_entries(src)
-            except SyntaxError: continue
-            for item in items:
-                if isinstance(item, tuple):
-                    for n in item[1]: names.setdefault(n, (f"{mod}.{n}", "py:data"))
-                    continue
-                role = {"py:class": "py:class", "py:function": "py:func"}.get(item.directive, "py:obj")
-                names.setdefault(item.name, (f"{mod}.{item.name}", role))
-                for child in item.children:
-                    names.setdefault(f"{item.name}.{child.name}", (f"{mod}.{item.name}.{child.name}", "py:obj"))
+        for mod, item in _exported(nb, lib_name):
+            if isinstance(item, tuple):
+                for n in item[1]: names.setdefault(n, (f"{mod}.{n}", "py:data", None, mod))
+                continue
+            role = {"py:class": "py:class", "py:function": "py:func"}.get(item.directive, "py:obj")
+            names.setdefault(item.name, (f"{mod}.{item.name}", role, item, mod))
+            for child in item.children:
+                names.setdefault(f"{item.name}.{child.name}", (f"{mod}.{item.name}.{child.name}", "py:obj", child, mod))
     return names
 
 
 def make_linker(names: dict):
     "A function that links `name` in backticks (outside code blocks) to its API entry."
-    pattern = re.compile(r"(?<![`\w])`([A-Za-z_][\w.]*)(\(\))?`(?![`\w])")
+    pattern = re.compile(r"(?<![`\w\[])`([A-Za-z_][\w.]*)(\(\))?`(?![`\w]|\]\()")  # not inside a link's text
 
     def link_span(text):
         def sub(m):
             name = m[1]
             if name not in names: return m[0]
-            full, role = names[name]
+            full, role = names[name][:2]
             return f"{{{role}}}`{name}{m[2] or ''} <{full}>`"
         return pattern.sub(sub, text)
 
@@ -362,15 +378,48 @@ def _join(source) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def process(nb, lib_name: str, linker=None, name: str = "notebook") -> nbformat.NotebookNode:
+_SHOW_DOC = re.compile(r"^show_doc\(\s*([\w.]+)\s*[,)]")
+
+
+def show_doc_names(src: str):
+    "The names a cell of only `show_doc(name)` calls shows (None for any other cell)."
+    lines = [l.strip() for l in src.splitlines() if l.strip() and not l.strip().startswith("#")]
+    if not lines or not all(_SHOW_DOC.match(l) for l in lines): return None
+    return [_SHOW_DOC.match(l)[1] for l in lines]
+
+
+def _show_doc_cells(names: list, local: dict, index: dict, link) -> list:
+    "Markdown cells that show the entries of `names` where a `show_doc` cell asks for them (as nbdev does)."
+    cells = []
+    for name in names:
+        if name in local:
+            entry, mod, owner = local[name]
+            if owner is not None:  # a method or property, shown on its own: named with its class
+                entry = copy.copy(entry)
+                entry.name = f"{owner.name}.{entry.name}"
+            cells.append(nbformat.v4.new_markdown_cell(entry_markdown(entry, mod, link)))
+        elif index.get(name) and index[name][2] is not None:  # documented in another chapter: shown again, not indexed
+            cells.append(nbformat.v4.new_markdown_cell(entry_markdown(index[name][2], index[name][3], link, no_index=True)))
+    return cells
+
+
+def process(nb, lib_name: str, linker=None, name: str = "notebook", index: dict = None) -> nbformat.NotebookNode:
     """A copy of `nb` ready to be rendered: directives honoured, export cells replaced by API
-    entries, widgets replaced by their saved views. Raises `NotebookError` for an error output."""
+    entries, widgets replaced by their saved views. Raises `NotebookError` for an error output.
+
+    A name shown by an explicit `show_doc(name)` cell has its entry there instead of after its
+    export cell; `index` (from `api_index`) finds the entries of names exported by other notebooks."""
     nb = copy.deepcopy(nb)
     link = linker or (lambda s: s)
     module = f"{lib_name}.{default_exp(nb)}"
     widget_state = (nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}) or {}).get("state", {})
+    local, shown, documented = _entries(nb, lib_name), set(), set()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            directives, src = split_directives(_join(cell.source))
+            if "hide" not in directives and not _false(directives, "include"): shown.update(show_doc_names(src) or [])
     cells = []
-    for index, cell in enumerate(nb.cells):
+    for number, cell in enumerate(nb.cells):
         cell.source = _join(cell.source)
         if cell.cell_type == "markdown":
             if cell.source.strip(): cell.source = link(cell.source); cells.append(cell)
@@ -382,19 +431,31 @@ def process(nb, lib_name: str, linker=None, name: str = "notebook") -> nbformat.
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and "raises-exception" not in cell.metadata.get("tags", []) \
                     and not _true(directives, "error"):
-                raise NotebookError(f"{name}: cell {index} saved an error ({out.get('ename')}: {out.get('evalue')}):"
+                raise NotebookError(f"{name}: cell {number} saved an error ({out.get('ename')}: {out.get('evalue')}):"
                                     f" the notebook must execute cleanly\n{src}")
         if "export" in directives or "exports" in directives:
             mod = f"{lib_name}.{directives['export'][0]}" if directives.get("export") else module
             try: items = cell_entries(src)
-            except SyntaxError as e: raise NotebookError(f"{name}: cell {index} does not parse: {e}") from e
+            except SyntaxError as e: raise NotebookError(f"{name}: cell {number} does not parse: {e}") from e
             if "exports" in directives: cells.append(nbformat.v4.new_code_cell(src))
             for item in items:
-                md = constants_markdown(item[1], item[2], mod) if isinstance(item, tuple) else entry_markdown(item, mod, link)
-                if isinstance(item, tuple) and "exports" in directives:
-                    md = "\n".join(f"```{{py:data}} {n}\n:module: {mod}\n:no-typesetting:\n```" for n in item[1])
-                cells.append(nbformat.v4.new_markdown_cell(md))
+                if isinstance(item, tuple):
+                    fresh = [n for n in item[1] if (mod, n) not in documented]
+                    documented.update((mod, n) for n in fresh)
+                    md = constants_markdown(fresh, item[2], mod, show_code="exports" not in directives)  # else shown above
+                elif item.name in shown: continue  # its show_doc cell shows it
+                else:
+                    item.children = [c for c in item.children if f"{item.name}.{c.name}" not in shown]
+                    md = entry_markdown(item, mod, link, no_index=(mod, item.name) in documented)  # redefined: one index entry
+                    documented.add((mod, item.name))
+                if md.strip(): cells.append(nbformat.v4.new_markdown_cell(md))
             continue
+        names = show_doc_names(src)
+        if names is not None:
+            made = _show_doc_cells(names, local, index or {}, link)
+            if made: cells += made; continue
+            if not cell.get("outputs"): continue  # not found: nbdev's saved rendering, if there is one
+            cell.metadata.setdefault("tags", []).append("remove-input")
         if "hide_line" in src: src = "\n".join(l for l in src.splitlines() if not re.search(r"#\s*\|\s*hide_line\s*$", l))
         if "filter_stream" in directives:
             words = directives["filter_stream"]

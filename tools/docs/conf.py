@@ -20,7 +20,8 @@ nb_render_markdown_format = "myst"           # text/markdown outputs may hold AP
 myst_heading_anchors = 3                     # [text](reader.ipynb#salvage) links to a heading, and is checked
 myst_enable_extensions = ["colon_fence"]
 # MathJax is loaded only by a page with math, from a CDN: check_site refuses such a page (no math here).
-suppress_warnings = ["mystnb.unknown_mime_type"]
+# An annotation naming a class that two other modules define is left unlinked, not an error.
+suppress_warnings = ["mystnb.unknown_mime_type", "ref.python"]
 
 html_theme = "furo"
 html_title = project

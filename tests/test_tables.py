@@ -1,0 +1,323 @@
+"""The analysis tables checked against sums computed independently from the raw JSON lines.
+
+Every expected figure here is computed with the `json` module straight from the shard files, never
+through `modelrecord.reader` or `modelrecord.tables`, so a mistake in the tables cannot hide behind
+the same mistake in the expectation.
+"""
+import json
+import math
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from modelrecord.reader import ShardError
+from modelrecord.record import (ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_PRICES, Attempt, Block, Price,
+                                Run, Session, Turn, Usage, encode)
+from modelrecord.sample import write_tree
+from modelrecord.summary import attempt_totals, costs, endings, latency, retries, summary, tokens
+from modelrecord.tables import TABLES, load
+
+
+def _write(path: Path, *lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(encode(line) + b"\n" for line in lines))
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    """A generated tree, plus three hand-written shards for the joins' edge cases:
+    one without a run line, one whose attempt's session is in another shard of the same run,
+    and one with a turn whose attempt line is missing."""
+    root = write_tree(tmp_path_factory.mktemp("tree"), seed=7, attempts=480, shards_per_target=3)
+    run = Run(run_id="run-odd", repeat=1, edition="ce", tier="free")
+    _write(root / "odd" / "modeleval-a-sessions.jsonl", run,
+           Session(label="far-session", surface="meta", mode="safe", capabilities="full", served_tools=7))
+    _write(root / "odd" / "modeleval-b-attempts.jsonl", run,
+           Attempt(id="far-1", case="MT-900", model="openai:gpt-5", surface="meta", session="far-session", repeat=1,
+                   ended_by="completed"),
+           Turn(attempt="far-1", index=1, try_=1, status="ok", usage=Usage(input=10, output=5)),
+           Turn(attempt="ghost", index=1, try_=1, status="ok", usage=Usage(input=3, output=2),
+                blocks=[Block(kind="text", text="hello")]))
+    _write(root / "odd" / "modeleval-c-norun.jsonl",
+           Attempt(id="lone-1", case="MT-901", model="openai:gpt-5", surface="dynamic", repeat=1,
+                   ended_by="harness_error", reason="the world did not build"),
+           Turn(attempt="lone-1", index=1, try_=1, status="server_error", usage=Usage(), detail="boom"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def raw(tree) -> dict:
+    "The raw lines of every shard, by file (relative path), parsed with json only."
+    return {p.relative_to(tree).as_posix(): [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+            for p in sorted(tree.rglob("modeleval-*.jsonl"))}
+
+
+@pytest.fixture(scope="module")
+def tables(tree):
+    return load(tree, workers=1)
+
+
+def _payloads(raw, kind):
+    return [(path, line[kind]) for path, lines in raw.items() for line in lines if line["type"] == kind]
+
+
+def _turns_with_attempts(raw):
+    "(path, turn, attempt or None, run or None) for every raw turn line."
+    out = []
+    for path, lines in raw.items():
+        runs = [line["run"] for line in lines if line["type"] == "run"]
+        attempts = {}
+        for line in lines:
+            if line["type"] == "attempt": attempts.setdefault(line["attempt"]["id"], line["attempt"])
+        for line in lines:
+            if line["type"] == "turn":
+                out.append((path, line["turn"], attempts.get(line["turn"]["attempt"]), runs[0] if runs else None))
+    return out
+
+
+def _raw_cost(turn, attempt, run, prices=None):
+    "The cost of one raw turn, or None when unpriced (prices: the caller's table instead of the run's)."
+    if attempt is None: return None
+    if prices is None:
+        price = next((p.get("price") for p in (run or {}).get("providers", []) if p["spec"] == attempt["model"]), None)
+    else:
+        price = prices.get(attempt["model"])
+    if price is None: return None
+    return sum(turn["usage"].get(category, 0) * price.get(field, 0.0) for category, field in TOKEN_PRICES.items()) / 1e6
+
+
+def test_row_counts(tables, raw):
+    counts = Counter(line["type"] for lines in raw.values() for line in lines)
+    blocks = sum(len(turn.get("blocks", [])) for _, turn in _payloads(raw, "turn"))
+    providers = sum(len(run.get("providers", [])) for _, run in _payloads(raw, "run"))
+    assert tables.rows.to_dict() == {"runs": counts["run"], "providers": providers, "sessions": counts["session"],
+                                     "attempts": counts["attempt"], "turns": counts["turn"], "calls": counts["call"],
+                                     "verifies": counts["verify"], "blocks": blocks}
+
+
+def test_tokens_per_model(tables, raw):
+    expected = defaultdict(Counter)
+    for _, turn, attempt, _ in _turns_with_attempts(raw):
+        if attempt is None: continue
+        for category in TOKEN_CATEGORIES: expected[attempt["model"]][category] += turn["usage"].get(category, 0)
+    got = tokens(tables)
+    for model, sums in expected.items():
+        for category in TOKEN_CATEGORIES: assert got.loc[model, category] == sums[category], (model, category)
+    assert got[list(TOKEN_CATEGORIES)].sum().sum() == sum(
+        t["usage"].get(c, 0) for _, t in _payloads(raw, "turn") for c in TOKEN_CATEGORIES)
+
+
+def test_cost_per_turn_and_per_model(tables, raw):
+    expected = [_raw_cost(turn, attempt, run) for _, turn, attempt, run in _turns_with_attempts(raw)]
+    got = tables.turns.cost.tolist()
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        if e is None: assert math.isnan(g)
+        else: assert g == pytest.approx(e, rel=1e-12, abs=1e-15)
+    per_model, unpriced = defaultdict(float), Counter()
+    for (_, turn, attempt, run), cost in zip(_turns_with_attempts(raw), expected):
+        if attempt is None: continue
+        if cost is None: unpriced[attempt["model"]] += 1
+        else: per_model[attempt["model"]] += cost
+    got = costs(tables)
+    for model in got.index.dropna():
+        assert got.loc[model, "unpriced_turns"] == unpriced[model]
+        if model in per_model: assert got.loc[model, "cost"] == pytest.approx(per_model[model])
+        else: assert math.isnan(got.loc[model, "cost"])  # unknown, not zero
+
+
+def test_unpriced_is_nan_not_zero(tables):
+    unpriced = tables.turns[tables.turns.model == "fake:perfect"]
+    assert len(unpriced) and unpriced.cost.isna().all() and unpriced.cost_input.isna().all()
+    row = costs(tables).loc["fake:perfect"]
+    assert math.isnan(row.cost) and row.unpriced_turns == len(unpriced)
+    assert summary(tables).loc["fake:perfect", "unpriced_turns"] == len(unpriced)
+
+
+def test_cost_components_sum(tables):
+    t = tables.turns.dropna(subset=["cost"])
+    assert np.allclose(t[["cost_input", "cost_output", "cost_cache_write", "cost_cache_read"]].sum(axis=1), t.cost)
+
+
+def test_endings_and_completion(tables, raw):
+    counts = defaultdict(Counter)
+    for _, attempt in _payloads(raw, "attempt"): counts[attempt["model"]][attempt["ended_by"]] += 1
+    got = endings(tables)
+    for model, ends in counts.items():
+        for ending in ENDINGS: assert got.loc[model, ending] == ends[ending]
+        denominator = sum(ends[e] for e in MODEL_ENDINGS)
+        assert got.loc[model, "model_endings"] == denominator
+        assert got.loc[model, "completion"] == pytest.approx(ends["completed"] / denominator)
+        assert got.loc[model, "attempts"] == sum(ends.values())
+
+
+def test_retries_are_billed_and_counted(tables, raw):
+    turns = _turns_with_attempts(raw)
+    retry = [(t, a, r) for _, t, a, r in turns if t["try"] > 1 and a is not None]
+    assert retry, "the generated tree should hold retries"
+    got = retries(tables)
+    for model in {a["model"] for _, a, _ in retry}:
+        mine = [(t, a, r) for t, a, r in retry if a["model"] == model]
+        assert got.loc[model, "retries"] == len(mine)
+        for category in TOKEN_CATEGORIES:
+            assert got.loc[model, f"retry_{category}"] == sum(t["usage"].get(category, 0) for t, _, _ in mine)
+        priced = [c for c in (_raw_cost(t, a, r) for t, a, r in mine) if c is not None]
+        if priced: assert got.loc[model, "retry_cost"] == pytest.approx(sum(priced))
+    # every retry line is in the cost total too
+    assert tables.turns.cost.sum() == pytest.approx(sum(c for c in (_raw_cost(t, a, r) for _, t, a, r in turns) if c is not None))
+
+
+def test_latency_percentiles(tables, raw):
+    values = defaultdict(list)
+    for _, turn, attempt, _ in _turns_with_attempts(raw):
+        if attempt is not None and turn.get("latency_ms"): values[attempt["model"]].append(turn["latency_ms"])
+    got = latency(tables)
+    for model, ms in values.items():
+        assert got.loc[model, "timed_turns"] == len(ms)
+        assert got.loc[model, "latency_p90_ms"] == pytest.approx(np.percentile(ms, 90))
+
+
+def test_calls_verifies_blocks(tables, raw):
+    assert Counter(tables.calls.outcome.astype(str)) == Counter(c["outcome"] for _, c in _payloads(raw, "call"))
+    assert int(tables.verifies.passed.sum()) == sum(v["passed"] for _, v in _payloads(raw, "verify"))
+    assert Counter(tables.blocks.kind.astype(str)) == Counter(
+        b["kind"] for _, t in _payloads(raw, "turn") for b in t.get("blocks", []))
+    totals = attempt_totals(tables)
+    assert totals.calls.sum() == len(tables.calls) and totals.turns.sum() == tables.turns.attempt_key.notna().sum()
+
+
+def test_every_row_knows_its_shard_and_run(tables, raw):
+    for name in TABLES:
+        frame = tables[name]
+        assert frame.shard.notna().all(), name
+        assert set(frame.shard.astype(str)) <= set(raw), name
+    runs = {path: next((l["run"]["run_id"] for l in lines if l["type"] == "run"), None) for path, lines in raw.items()}
+    for name in ("sessions", "attempts", "turns", "calls", "verifies", "blocks"):
+        frame = tables[name]
+        expected = [runs[shard] or "-" for shard in frame.shard.astype(str)]
+        assert frame.run_id.astype(object).fillna("-").tolist() == expected, name
+
+
+def test_shard_without_run_line_has_empty_run_columns(tables):
+    lone = tables.attempts[tables.attempts.attempt == "lone-1"]
+    assert len(lone) == 1 and lone[["run_id", "commit", "edition", "tier"]].isna().all(axis=None)
+    turn = tables.turns[tables.turns.attempt == "lone-1"]
+    assert turn.run_id.isna().all() and turn.cost.isna().all()
+
+
+def test_session_found_in_another_shard_of_the_same_run(tables):
+    far = tables.attempts.set_index("attempt").loc["far-1"]
+    assert (far["mode"], far["capabilities"], far["served_tools"]) == ("safe", "full", 7)
+    assert tables.sessions.loc[far["session_key"], "label"] == "far-session"
+
+
+def test_line_without_attempt_line_is_kept_with_missing_attempt_columns(tables):
+    ghost = tables.turns[tables.turns.attempt == "ghost"]
+    assert len(ghost) == 1 and ghost.attempt_key.isna().all() and ghost.model.isna().all()
+    assert tables.blocks[tables.blocks.attempt == "ghost"].attempt_key.isna().all()
+    assert tables.where(run_id="run-odd").turns.attempt.astype(str).tolist().count("ghost") == 1
+
+
+def test_dtypes(tables):
+    a, t = tables.attempts, tables.turns
+    assert list(a.ended_by.cat.categories) == list(ENDINGS)
+    assert isinstance(t.model.dtype, pd.CategoricalDtype) and isinstance(t.status.dtype, pd.CategoricalDtype)
+    assert str(a.served_tools.dtype) == "Int64" and str(t.attempt_key.dtype) == "Int64"
+    assert str(tables.runs.started_at.dtype).startswith("datetime64") and str(tables.runs.started_at.dt.tz) == "UTC"
+    assert all(t[c].dtype == np.int64 for c in TOKEN_CATEGORIES)
+    assert (a.reason.dropna() != "").all()  # an empty string means absent: missing, not ""
+
+
+def test_where_narrows_every_table_consistently(tables):
+    gpt = tables.where(model="openai:gpt-5", ended_by=list(MODEL_ENDINGS))
+    keys = set(gpt.attempts.index)
+    assert set(gpt.attempts.model) == {"openai:gpt-5"} and set(gpt.attempts.ended_by) <= set(MODEL_ENDINGS)
+    for name in ("turns", "calls", "verifies", "blocks"):
+        frame = gpt[name]
+        assert set(frame.attempt_key) <= keys
+        full = tables[name]
+        assert len(frame) == full.attempt_key.isin(keys).sum()
+    assert set(gpt.sessions.index) == set(gpt.attempts.session_key.dropna())
+    assert set(gpt.providers.spec) == {"openai:gpt-5"}
+    assert set(gpt.runs.shard) == set(gpt.attempts.shard)
+    assert summary(gpt).attempts.sum() == len(gpt.attempts)
+
+
+def test_where_by_run_and_mask(tables):
+    ce = tables.where(edition="ce")
+    assert set(ce.turns.edition.dropna()) == {"ce"} and set(ce.runs.edition) == {"ce"}
+    costly = tables.where(attempt_totals(tables).cost > 0.02)
+    assert 0 < len(costly.attempts) < len(tables.attempts) and (attempt_totals(costly).cost > 0.02).all()
+    assert set(costly.turns.attempt_key) == set(costly.attempts.index)
+    assert len(costly.blocks) == tables.blocks.attempt_key.isin(costly.attempts.index).sum()
+    with pytest.raises(ValueError, match="narrows by columns of attempts"): tables.where(status="ok")
+
+
+def test_repricing(tables, raw):
+    prices = {"openai:gpt-5": {"input_per_million_usd": 2.0, "output_per_million_usd": 8.0,
+                               "cache_read_per_million_usd": 0.5},
+              "fake:perfect": Price(input_per_million_usd=1.0, output_per_million_usd=1.0)}
+    repriced = tables.priced(prices)
+    plain = {spec: {**{f: 0.0 for f in TOKEN_PRICES.values()}, **(p if isinstance(p, dict) else
+             {f: getattr(p, f) for f in TOKEN_PRICES.values()})} for spec, p in prices.items()}
+    expected = [_raw_cost(turn, attempt, None, plain) for _, turn, attempt, _ in _turns_with_attempts(raw)]
+    for g, e in zip(repriced.turns.cost.tolist(), expected):
+        if e is None: assert math.isnan(g)
+        else: assert g == pytest.approx(e)
+    assert repriced.turns[repriced.turns.model == "anthropic:claude-sonnet-4;effort=high"].cost.isna().all()
+    assert costs(repriced).loc["fake:perfect", "unpriced_turns"] == 0
+    assert tables.turns.cost.notna().any() and tables.prices is None  # the original is untouched
+
+
+def test_parallel_load_is_the_same(tree, tables):
+    parallel = load(tree, workers=2)
+    for name in TABLES: pd.testing.assert_frame_equal(parallel[name], tables[name], check_categorical=False)
+
+
+def test_content_columns(tree, raw):
+    full = load(tree, content=True)
+    texts = [b.get("text") or None for _, t in _payloads(raw, "turn") for b in t.get("blocks", [])]
+    assert [None if isinstance(x, float) else x for x in full.blocks.text.tolist()] == texts
+    results = [json.dumps(c["result"], separators=(",", ":"), ensure_ascii=False) if "result" in c else None
+               for _, c in _payloads(raw, "call")]
+    got = [None if isinstance(r, float) else json.dumps(json.loads(r), separators=(",", ":"), ensure_ascii=False)
+           for r in full.calls.result.tolist()]
+    assert got == results
+    assert "stimulus" in full.attempts and "stimulus" not in load(tree).attempts
+
+
+def test_strict_errors_surface(tmp_path):
+    _write(tmp_path / "modeleval-ok.jsonl", Run(run_id="r", repeat=1))
+    (tmp_path / "modeleval-bad.jsonl").write_text('{"schema":1,"type":"attempt","attempt":{"id":"a"}}\n')
+    with pytest.raises(ShardError, match="modeleval-bad.jsonl:1"): load(tmp_path)
+    with pytest.raises(ShardError, match="modeleval-bad.jsonl:1"): load(tmp_path, workers=2)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ShardError, match="holds no shard"): load(tmp_path / "empty")
+
+
+def test_group_by_an_attempt_column_through_the_key(tables, raw):
+    "`mode` is a session column the turns do not carry: summaries reach it through attempt_key."
+    expected, in_run = Counter(), {}
+    run_of = {path: next((l["run"]["run_id"] for l in lines if l["type"] == "run"), None) for path, lines in raw.items()}
+    for path, lines in raw.items():  # a session is looked up in its shard, then in the shards of its run
+        for line in lines:
+            if line["type"] == "session": in_run.setdefault((run_of[path], line["session"]["label"]), line["session"]["mode"])
+    for path, lines in raw.items():
+        modes = {}
+        for line in lines:
+            if line["type"] == "session": modes.setdefault(line["session"]["label"], line["session"]["mode"])
+        attempts = {}
+        for line in lines:
+            if line["type"] == "attempt": attempts.setdefault(line["attempt"]["id"], line["attempt"])
+        for line in lines:
+            if line["type"] != "turn" or line["turn"]["attempt"] not in attempts: continue
+            label = attempts[line["turn"]["attempt"]].get("session", "")
+            mode = modes.get(label) or (in_run.get((run_of[path], label)) if run_of[path] else None)
+            if mode: expected[mode] += line["turn"]["usage"]["output"]
+    got = tokens(tables, by="mode")
+    for mode, output in expected.items(): assert got.loc[mode, "output"] == output, mode
+    both = summary(tables, by=["surface", "model"])
+    assert both.attempts.sum() == len(tables.attempts) and both.index.names == ["surface", "model"]
