@@ -1,21 +1,21 @@
 """How fast the shard writer appends a realistic tree, against a bare encode-and-os.write loop.
 
-    python bench/bench_writer.py [--attempts 600] [--rounds 5] [--dir /tmp]
+    python bench/bench_writer.py [--attempts 3000] [--rounds 3] [--dir /tmp]
 
 The records are one realistic shard (`modelrecord.sample.generate`: a run line, sessions, attempts,
 turns with text/thinking/tool-call blocks, calls with results from a few bytes to the 64 KiB cap,
-verifies), built once in memory. Each round times, in turn:
+verifies), built once in memory. Four ways of writing them are timed:
 
 - baseline: `os.write(fd, encode(line) + b"\\n")` for each line, into one append-only file;
 - writer: `Writer.write(line)` for each line, digests on (every line checked against the seen set);
 - writer, one call per attempt: `Writer.write(*lines_of_the_attempt)`;
-- writer, with repeats: each attempt's lines offered with its session line again, and every line
-  offered a second time at the end (a flush at the end of the run), as a harness may: the repeats
-  are encoded and dropped.
+- writer, with repeats: each attempt's lines offered with its session line again, and every chunk
+  of attempts offered a second time after it (a flush at the end of the run), as a harness may: the
+  repeats are encoded and dropped, so this figure counts lines offered.
 
 Every mode runs on each chunk of 100 attempts in turn, in a rotating order, so that a busy machine
-slows them alike; the figures are totals over all rounds. The target is for the
-writer to reach at least 0.7x the baseline's lines per second.
+slows them alike; the figures are totals over all rounds. The target is for the writer to reach at
+least 0.7x the baseline's lines per second.
 """
 import argparse
 import os

@@ -6,7 +6,4 @@ __version__ = "0.0.1"
 # so `import modelrecord` never needs pandas, matplotlib or ipywidgets.
 from .record import *  # noqa: F401,F403
 from .reader import ShardError, Shard, read_shards, read_shard, read, shard_paths  # noqa: F401
-try:  # the writer notebook (02_writer) exports this module
-    from .writer import Writer, RecordWarning, open_writer, open_dir, release  # noqa: F401
-except ImportError:  # pragma: no cover - only while the writer is being written
-    pass
+from .writer import Writer, RecordWarning, open_writer, open_dir, release  # noqa: F401

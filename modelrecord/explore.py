@@ -4,8 +4,7 @@
 
 # %% auto #0
 __all__ = ['TRUNCATED', 'PLOTS', 'ALL', 'PATH_ENV', 'LiveTree', 'AttemptLines', 'shard_file', 'attempt_lines',
-           'conversation_html', 'Explorer', 'load', 'refresh', 'clear', 'open_attempt', 'served_notebook',
-           'voila_command', 'serve']
+           'conversation_html', 'Explorer', 'served_notebook', 'voila_command', 'voila_env', 'serve']
 
 # %% ../nbs/07_explore.ipynb #a540776a
 import base64
@@ -284,7 +283,6 @@ def _png(figure, dpi: int = 72) -> bytes:
 def _plot_html(name: str, tables: Tables) -> str:
     "The plot `name` of `tables` as an inline PNG image, or why it cannot be drawn."
     title = name.replace("_", " ")
-    if not len(tables.attempts): return _view(f'<p class="mr-note">{_esc(title)}: no attempt matches these filters.</p>')
     try: image = _png(getattr(plots, name)(tables))
     except Exception as error: return _view(f'<p class="mr-note">{_esc(title)} cannot be drawn here: {_esc(type(error).__name__)}: {_esc(error)}</p>')
     data = base64.b64encode(image).decode()
@@ -328,6 +326,7 @@ class Explorer:
         self.tables = self.filtered = self.tree = self.error = None
         self.opened, self.page, self._quiet, self._shards, self._totals = None, 0, False, {}, None
         self._build(path)
+        self.open(None)
         if load: self.load()
 
     def _repr_mimebundle_(self, **kwargs): return self.widget._repr_mimebundle_(**kwargs)
@@ -445,18 +444,18 @@ def _read(self: Explorer, tree: LiveTree, fresh: bool):
     with _hushed(self): _offer_filters(self, keep=not fresh)
     self._filter()
 
-def load(self: Explorer, path=None):
+def _load(self: Explorer, path=None):
     "Read the tree at `path` (default: the path box) from scratch and show it."
     if path is not None: self.path.value = str(path)
     _read(self, LiveTree(self.path.value.strip() or example_tree()), fresh=True)
 
-def refresh(self: Explorer):
+def _refresh(self: Explorer):
     "Read again the shards of the loaded tree that changed since it was read (or load, if the path box names another tree)."
     wanted = Path(self.path.value.strip() or example_tree())
     if self.tree is None or wanted != self.tree.path: return self.load()
     _read(self, self.tree, fresh=False)
 
-Explorer.load, Explorer.refresh = load, refresh
+Explorer.load, Explorer.refresh = _load, _refresh
 
 # %% ../nbs/07_explore.ipynb #35f5624d
 def _conditions(self: Explorer, endings: bool = True) -> dict:
@@ -492,14 +491,14 @@ def _filter(self: Explorer):
     if self.opened is not None and self.opened not in self.filtered.attempts.index: self.open(None)
     self._page(0)
 
-def clear(self: Explorer):
+def _clear(self: Explorer):
     "Reset every filter: show the whole tree."
     with _hushed(self):
         self.endings.value = ()
         for widget in self.filters.values(): widget.value = ALL
     self._filter()
 
-Explorer._filter, Explorer.clear = _filter, clear
+Explorer._filter, Explorer.clear = _filter, _clear
 
 # %% ../nbs/07_explore.ipynb #36cb3ac1
 def _page(self: Explorer, page: int):
@@ -529,7 +528,7 @@ def _read_cached(self: Explorer, path) -> object:
         cached = self._shards[str(path)] = stamp, read_shard(path)
     return cached[1]
 
-def open_attempt(self: Explorer, key: Optional[int]):
+def _open(self: Explorer, key: Optional[int]):
     "Show the conversation of the attempt `key` (an `attempt_key`), or none when `key` is None."
     self.opened = key
     if key is None:
@@ -538,14 +537,16 @@ def open_attempt(self: Explorer, key: Optional[int]):
     try: self.conversation.value = conversation_html(self.tables, key, lambda path: _read_cached(self, path))
     except Exception as error: self.conversation.value = _refusal_html(error, self.tree)
 
-Explorer._page, Explorer.open = _page, open_attempt
+Explorer._page, Explorer.open = _page, _open
 
 # %% ../nbs/07_explore.ipynb #c43fa384
 PATH_ENV = "MODELRECORD_EXPLORE_PATH"  # the tree the served page shows; set by `serve`
 
+def _served(*parts) -> Path: return Path(str(importlib.resources.files("modelrecord").joinpath("data", "explorer", *parts)))
+
 def served_notebook() -> Path:
     "The notebook `modelrecord explore` serves: an `Explorer` of the tree named by `PATH_ENV`."
-    return Path(str(importlib.resources.files("modelrecord") / "data" / "explorer.ipynb"))
+    return _served("explorer.ipynb")
 
 def _free_port() -> int:
     "A TCP port on 127.0.0.1 that nothing listens on now."
@@ -554,9 +555,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 def voila_command(port: int, token: str) -> list:
-    "The command that serves `served_notebook()` on 127.0.0.1:`port`, reachable with `token`."
-    return [sys.executable, "-m", "voila", str(served_notebook()), "--no-browser", f"--port={port}",
+    "The command that serves `served_notebook()` on 127.0.0.1:`port`, reachable with `token`, with the page template."
+    return [sys.executable, "-m", "voila", str(served_notebook()), "--no-browser", f"--port={port}", "--template=modelrecord",
             "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", f"--Voila.token={token}", "--Voila.log_level=WARN"]
+
+def voila_env(path) -> dict:
+    "The environment Voila runs in: the tree to show, and where to find the page template."
+    env = {**os.environ, PATH_ENV: str(Path(path).resolve())}
+    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(_served()), os.environ.get("JUPYTER_PATH")]))
+    return env
 
 # %% ../nbs/07_explore.ipynb #74e97f6a
 def _answers(port: int) -> bool:
@@ -578,8 +585,7 @@ def serve(path, port: int = 0, out=None) -> int:
     "Serve the explorer of the tree at `path` on http://127.0.0.1:`port` (0: a free port) until Ctrl-C; return the exit status."
     out = out or sys.stdout
     port, token = port or _free_port(), secrets.token_urlsafe(18)
-    env = {**os.environ, PATH_ENV: str(Path(path).resolve())}
-    child = subprocess.Popen(voila_command(port, token), env=env, start_new_session=True)
+    child = subprocess.Popen(voila_command(port, token), env=voila_env(path), start_new_session=True)
     stop_on_term = signal.getsignal(signal.SIGTERM)
     def terminated(signum, frame): raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, terminated)

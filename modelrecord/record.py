@@ -384,6 +384,7 @@ def _go_value(value):
     if kind is msgspec.Raw or kind is bytes:
         try: return msgspec.Raw(msgspec.json.format(value, indent=-1))
         except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a string field such as Block.raw") from None
+        except RecursionError: raise ValueError("nests arrays or objects deeper than this writer can follow") from None
     if kind is dt.datetime: return msgspec.Raw(go_time(value))
     if kind is list: return [_go_item(i, item) for i, item in enumerate(value)]
     if kind is dict: return {key: _go_item(key, value[key]) for key in sorted(value)}

@@ -6,13 +6,13 @@
 __all__ = ['By', 'endings', 'tokens', 'costs', 'retries', 'latency', 'summary', 'attempt_totals', 'summary_text']
 
 # %% ../nbs/05_summary.ipynb #612bbfdd
-from typing import Optional, Sequence, Union
+from typing import Sequence, Union
 
 import numpy as np
 import pandas as pd
 
-from .record import COST_COMPONENTS, ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
-from .tables import COST_COLUMNS, Tables, load
+from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
+from .tables import COST_COLUMNS, VOCABULARY_COLUMNS, Tables
 
 # %% ../nbs/05_summary.ipynb #d1c5088f
 By = Union[str, Sequence[str]]
@@ -23,7 +23,7 @@ def _by(by: By) -> list:
 
 def _sorted(column: pd.Series) -> pd.Series:
     "A categorical `column` with its categories sorted (endings and other vocabularies keep their order)."
-    if not isinstance(column.dtype, pd.CategoricalDtype) or column.name in ("ended_by", "status", "kind", "outcome"):
+    if not isinstance(column.dtype, pd.CategoricalDtype) or column.name in VOCABULARY_COLUMNS:
         return column
     return column.cat.reorder_categories(sorted(column.cat.categories))
 

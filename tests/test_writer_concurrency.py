@@ -150,6 +150,23 @@ def test_a_fork_the_hook_did_not_see_is_caught_by_the_process_id(tmp_path, monke
     assert [len(read_shard(p).records) for p in (first, writer.shard)] == [1, 2]
 
 
+def test_after_a_fork_the_hook_did_not_see_a_reused_descriptor_number_is_left_alone(tmp_path, monkeypatch):
+    writer = open_dir(tmp_path / "shards")
+    writer.write(Verify(attempt="parent", name="first", passed=True))
+    fd = writer._shard.fd
+    os.close(fd)  # as a child that closed what it inherited and then opened a file of its own
+    other = os.open(tmp_path / "other.txt", os.O_WRONLY | os.O_CREAT, 0o600)
+    assert other == fd
+    real_pid = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: real_pid + 1)
+    writer.write(Verify(attempt="child", name="own", passed=True))
+    monkeypatch.undo()
+    os.write(other, b"still open")  # the writer did not close it
+    os.close(other)
+    assert (tmp_path / "other.txt").read_bytes() == b"still open"
+    assert sorted(map(dict, shard_attempts(tmp_path / "shards").values()), key=str) == [{"child": 1}, {"parent": 1}]
+
+
 # --- kill -9 ----------------------------------------------------------------------------------------
 
 KILLED_WRITER = r"""

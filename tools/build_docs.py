@@ -139,8 +139,9 @@ class _Refs(html.parser.HTMLParser):
 
 
 def _external(url: str) -> bool:
+    "Whether loading `url` reaches for another host (`data:` and the site's own files do not)."
     parts = urlsplit(url)
-    return bool(parts.netloc) or parts.scheme not in ("", "data")
+    return bool(parts.netloc) or parts.scheme not in ("", "data", "about", "blob")
 
 
 def check_site(site: Path) -> list:
@@ -157,9 +158,11 @@ def check_site(site: Path) -> list:
     for page, refs in pages.items():
         rel = page.relative_to(site.resolve())
         for url in refs.loads:
-            if _external(url): problems.append(f"{rel}: loads {url} from another host"); continue
-            target = (page.parent / unquote(urlsplit(url).path)).resolve()
-            if urlsplit(url).path and not target.exists(): problems.append(f"{rel}: loads {url}, which is not in the site")
+            if _external(url): problems.append(f"{rel}: loads {url[:120]} from another host"); continue
+            parts = urlsplit(url)
+            if parts.scheme or not parts.path: continue
+            if not (page.parent / unquote(parts.path)).resolve().exists():
+                problems.append(f"{rel}: loads {url[:120]}, which is not in the site")
         for url in refs.links:
             parts = urlsplit(url)
             if parts.scheme or parts.netloc or url.startswith("mailto:"): continue

@@ -16,7 +16,7 @@ module does the same job from the saved notebooks alone:
 Nothing is imported from the package and no cell is executed, so a page shows exactly what the
 committed notebook holds, and the build takes seconds.
 """
-import ast, copy, io, re, tokenize
+import ast, copy, functools, io, re, tokenize
 
 import nbformat
 
@@ -62,9 +62,21 @@ def _comments(src: str) -> dict:
     return found
 
 
+@functools.lru_cache(maxsize=64)
+def _lines(src: str) -> list:
+    return src.splitlines(True)
+
+
 def _seg(src, node) -> str:
-    "The source of `node` as the author wrote it, on one line."
-    text = ast.get_source_segment(src, node) or ast.unparse(node)
+    "The source of `node` as the author wrote it, on one line (as `ast.get_source_segment`, without splitting `src` each time)."
+    lines = _lines(src)
+    try:
+        first, last = lines[node.lineno - 1].encode(), lines[node.end_lineno - 1].encode()
+        if node.lineno == node.end_lineno: text = first[node.col_offset:node.end_col_offset].decode()
+        else:
+            middle = "".join(lines[node.lineno:node.end_lineno - 1])
+            text = first[node.col_offset:].decode() + middle + last[:node.end_col_offset].decode()
+    except (AttributeError, IndexError, TypeError, UnicodeDecodeError): text = ast.unparse(node)
     return " ".join(text.split()) if "\n" in text else text
 
 
@@ -159,6 +171,11 @@ def _class_entry(src, comments, node) -> Entry:
 def cell_entries(src: str) -> list:
     """What documents an export cell, in source order: an `Entry` per public function, class or
     patched method, and `("code", names, text)` for consecutive public assignments (shown as written)."""
+    return copy.deepcopy(_cell_entries(src))  # a copy: a caller may drop an entry's children
+
+
+@functools.lru_cache(maxsize=1024)
+def _cell_entries(src: str) -> list:
     tree = ast.parse(src)
     comments, lines, public = _comments(src), src.splitlines(), set(public_names(tree))
     out = []
@@ -242,6 +259,7 @@ def _widget_outputs(model_id: str, state: dict, seen=None) -> list:
         return [nbformat.v4.new_output("display_data", {"text/html": st["value"]})]
     if name in ("LabelModel",) and st.get("value"):
         return [nbformat.v4.new_output("display_data", {"text/plain": st["value"]})]
+    if "Progress" in name: return []  # how far a load had gone when the notebook was saved: not worth a line
     labels = st.get("_options_labels")
     if labels is not None and "index" in st:  # a choice among options: its state holds the chosen index
         index = st["index"]
@@ -249,6 +267,7 @@ def _widget_outputs(model_id: str, state: dict, seen=None) -> list:
         value = ", ".join(map(str, chosen))
     elif "value" in st and not isinstance(st["value"], (dict, list)): value = st["value"]
     else: return []
+    if value in ("", None): return []
     label = st.get("description") or name.replace("Model", "")
     html = f'<p class="widget-control"><span>{_esc(str(label))}</span> <code>{_esc(str(value))}</code></p>'
     return [nbformat.v4.new_output("display_data", {"text/html": html})]

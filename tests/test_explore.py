@@ -1,0 +1,378 @@
+"""The explorer's widgets, headless: set a widget's value as a person would, then read what is displayed."""
+import html
+import json
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from modelrecord import explore
+from modelrecord.explore import ALL, PLOTS, TRUNCATED, Explorer, LiveTree, conversation_html
+from modelrecord.reader import ShardError
+from modelrecord.record import (Attempt, Block, Call, ENDED_MALFORMED, ENDINGS, Run, Turn, TURN_OK, Usage, Verify, encode)
+from modelrecord.sample import example_tree, write_tree
+from modelrecord.summary import attempt_totals
+from modelrecord.tables import load
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return load(example_tree(), content=True)
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    "One explorer of the example tree, shared by the tests that put its filters back as they found them."
+    return Explorer()
+
+
+@pytest.fixture
+def fresh(explorer):
+    "The shared explorer, with every filter cleared, page and sort reset, before and after the test."
+    def reset():
+        explorer.clear()
+        explorer.sort.value = ""
+        explorer._page(0)
+    reset()
+    yield explorer
+    reset()
+
+
+def table_rows(explorer) -> int:
+    "The rows of the attempts table on display (its header row left out)."
+    return explorer.table.value.count("<tr>") - 1
+
+
+def write(path: Path, lines) -> Path:
+    "Write `lines` (records) as the shard at `path`."
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(encode(line) + b"\n" for line in lines))
+    return path
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading
+
+def test_loads_the_example_tree_with_progress(fresh, tables):
+    assert fresh.error is None
+    assert "Read 4 shards" in fresh.status.value and f"{len(tables.attempts)} attempts" in fresh.status.value
+    assert fresh.progress.value == fresh.progress.max > 1 and fresh.progress.bar_style == "success"
+    assert fresh.path.value == str(example_tree())
+    assert table_rows(fresh) == Explorer.PAGE_SIZE
+    assert f"1–{Explorer.PAGE_SIZE} of {len(tables.attempts)}" in fresh.page_label.value
+    assert sum(int(label.rsplit("(", 1)[1].rstrip(")").replace(",", "")) for label, _ in fresh.endings.options) == len(tables.attempts)
+    assert [value for _, value in fresh.endings.options] == list(ENDINGS)
+    for name in PLOTS: assert fresh.plots[name].value.startswith('<img class="mr-plot"'), name
+    for model in tables.attempts.model.cat.categories: assert html.escape(model) in fresh.summary.value
+    assert "Choose an attempt" in fresh.conversation.value or fresh.opened is not None
+
+
+def test_displays_as_one_widget(explorer):
+    bundle = explorer._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW]["model_id"] == explorer.widget.model_id
+
+
+def test_filter_choices_are_the_values_of_the_tree(fresh, tables):
+    for name, column in Explorer.FILTERS:
+        offered = [value for _, value in fresh.filters[name].options]
+        assert offered == [ALL] + sorted(tables.attempts[column].dropna().unique().astype(str)), name
+
+
+@pytest.mark.parametrize("refused", [
+    ('{"schema":1,"type":"run","run":{"run_id":"r","repeat":1}}\n\n'
+     '{"schema":1,"type":"turn","turn":{"attempt":"a","index":1,"try":1,"status":"fine"}}\n', 3, "turn.status"),
+    ('{"schema":1,"type":"run","run":{"run_id":"r","repeat":1}}\n{"schema":1,"type":"run",', 2, None),
+])
+def test_a_refused_tree_is_a_message_not_a_traceback(tmp_path, refused):
+    text, line, field = refused
+    bad = tmp_path / "bad" / "modeleval-x.jsonl"
+    bad.parent.mkdir()
+    bad.write_text(text)
+    explorer = Explorer(example_tree())
+    shown = explorer.tables
+    explorer.path.value = str(bad.parent)
+    explorer.load_button.click()
+    assert isinstance(explorer.error, ShardError)
+    assert (explorer.error.path, explorer.error.line, explorer.error.field) == (str(bad), line, field)
+    status = explorer.status.value
+    assert "Refused" in status and html.escape(str(bad)) in status and f"line {line}" in status
+    if field: assert f"field <code>{field}</code>" in status
+    assert "Traceback" not in status and "Still showing" in status
+    assert explorer.tables is shown and explorer.progress.bar_style == "danger"
+    bad.write_text(text.rsplit("\n", 2)[0] + "\n")  # the bad line removed: the same tree now loads
+    explorer.load_button.click()
+    assert explorer.error is None and len(explorer.tables.runs) == 1
+
+
+def test_a_path_without_shards_says_so(tmp_path):
+    explorer = Explorer(tmp_path / "missing")
+    assert explorer.tables is None and "does not exist" in explorer.status.value and "Nothing is loaded" in explorer.status.value
+    explorer.load(tmp_path)
+    assert "holds no shard" in explorer.status.value
+    explorer.load(example_tree())
+    assert explorer.error is None and explorer.tables is not None
+
+
+# ------------------------------------------------------------------------------------------------
+# Filters
+
+@pytest.mark.parametrize("name,column", Explorer.FILTERS)
+def test_each_filter_narrows_everything(fresh, tables, name, column):
+    value = sorted(tables.attempts[column].dropna().unique().astype(str))[-1]
+    plots_before, summary_before = {n: v.value for n, v in fresh.plots.items()}, fresh.summary.value
+    fresh.filters[name].value = value
+    expected = tables.where(**{column: value})
+    assert len(fresh.filtered.attempts) == len(expected.attempts)
+    assert len(fresh.filtered.turns) == len(expected.turns)
+    assert f"of {len(expected.attempts)}" in fresh.page_label.value
+    assert table_rows(fresh) == min(Explorer.PAGE_SIZE, len(expected.attempts))
+    assert fresh.summary.value != summary_before
+    assert any(fresh.plots[n].value != plots_before[n] for n in PLOTS)
+    if name in ("model", "case", "surface"):
+        assert fresh.table.value.count(f">{html.escape(value)}<") == table_rows(fresh)
+
+
+def test_endings_are_a_multiple_choice_that_narrows_everything(fresh, tables):
+    before = fresh.plots["endings_by_model"].value
+    fresh.endings.value = ("malformed", "over_budget")
+    kept = tables.attempts.ended_by.isin(["malformed", "over_budget"])
+    assert len(fresh.filtered.attempts) == int(kept.sum())
+    assert set(fresh.filtered.attempts.ended_by) == {"malformed", "over_budget"}
+    assert fresh.plots["endings_by_model"].value != before
+    shown = fresh.table.value.count(">malformed<") + fresh.table.value.count(">over_budget<")
+    assert shown == table_rows(fresh) == min(Explorer.PAGE_SIZE, int(kept.sum()))
+
+
+def test_ending_counts_follow_the_other_filters(fresh, tables):
+    fresh.endings.value = ("completed",)
+    fresh.surface.value = "meta"
+    counts = tables.attempts[tables.attempts.surface == "meta"].ended_by.value_counts()
+    assert [label for label, _ in fresh.endings.options] == [f"{e} ({counts.get(e, 0):,})" for e in ENDINGS]
+    assert fresh.endings.value == ("completed",)  # relabelling keeps the choice
+    assert len(fresh.filtered.attempts) == counts["completed"]
+
+
+def test_filters_combine_and_clear(fresh, tables):
+    fresh.model.value, fresh.surface.value, fresh.endings.value = "openai:gpt-5", "dynamic", ("completed",)
+    expected = tables.where(model="openai:gpt-5", surface="dynamic", ended_by=["completed"])
+    assert len(fresh.filtered.attempts) == len(expected.attempts) > 0
+    fresh.clear_button.click()
+    assert (fresh.model.value, fresh.surface.value, fresh.endings.value) == (ALL, ALL, ())
+    assert len(fresh.filtered.attempts) == len(tables.attempts)
+
+
+def test_a_filter_that_keeps_nothing(fresh):
+    fresh.model.value, fresh.endings.value = "fake:perfect", ("malformed",)
+    assert len(fresh.filtered.attempts) == 0
+    assert "No attempt matches" in fresh.table.value and "No attempt matches" in fresh.summary.value
+    assert "no attempts" in fresh.page_label.value and fresh.attempt.options == ()
+    for name in PLOTS: assert "<img" in fresh.plots[name].value or "cannot be drawn" in fresh.plots[name].value
+
+
+# ------------------------------------------------------------------------------------------------
+# The attempts table
+
+def test_pages_through_the_attempts(fresh, tables):
+    total, size = len(tables.attempts), Explorer.PAGE_SIZE
+    assert fresh.previous.disabled and not fresh.next.disabled
+    pages = 1
+    while not fresh.next.disabled:
+        fresh.next.click()
+        pages += 1
+    assert pages == -(-total // size) and fresh.page == pages - 1
+    assert table_rows(fresh) == total - size * (pages - 1)
+    assert f"{size * (pages - 1) + 1}–{total} of {total}" in fresh.page_label.value
+    assert fresh.attempt.options[0][0].split()[0] == str(size * (pages - 1) + 1)
+    fresh.previous.click()
+    assert fresh.page == pages - 2 and table_rows(fresh) == size
+
+
+def test_sorts_by_cost_highest_first_unpriced_last(fresh, tables):
+    fresh.sort.value = "cost"
+    totals = attempt_totals(tables)
+    ranked = totals.cost.sort_values(ascending=False, na_position="last", kind="stable")
+    assert [key for _, key in fresh.attempt.options] == list(ranked.index[:Explorer.PAGE_SIZE])
+    assert f"<td>{explore._usd(ranked.iloc[0])}</td>" in fresh.table.value
+    while not fresh.next.disabled: fresh.next.click()
+    assert "unpriced" in fresh.table.value
+
+
+def test_the_list_matches_the_table(fresh):
+    fresh.endings.value = ("no_tool_call",)
+    for number, (label, key) in enumerate(fresh.attempt.options, 1):
+        assert label.split()[0] == str(number)
+        assert html.escape(fresh.tables.attempts.attempt[key]) in fresh.table.value
+
+
+# ------------------------------------------------------------------------------------------------
+# The conversation
+
+def opened(explorer, key) -> str:
+    "The conversation the explorer shows once the attempt `key` is chosen in its list."
+    explorer.clear()
+    explorer.case.value = str(explorer.tables.attempts.case[key])
+    explorer.model.value = str(explorer.tables.attempts.model[key])
+    while key not in dict((v, l) for l, v in explorer.attempt.options): explorer.next.click()
+    explorer.attempt.value = key
+    assert explorer.opened == key
+    return explorer.conversation.value
+
+
+def test_opening_an_attempt_shows_its_turns_blocks_and_calls(fresh, tables):
+    calls = tables.calls
+    key = int(calls[calls.requested_action.notna() & (calls.outcome == "ok")].attempt_key.iloc[0])
+    page = opened(fresh, key)
+    attempt = tables.attempts.loc[key]
+    assert html.escape(attempt.attempt) in page and f">{attempt.ended_by}<" in page
+    assert "<h4>Stimulus</h4>" in page and html.escape(attempt.stimulus) in page
+    turns = tables.turns[tables.turns.attempt_key == key]
+    assert page.count('class="mr-turn"') == len(turns)
+    for cost in turns.cost: assert explore._usd(cost) in page
+    for tokens in turns.input: assert f"{tokens:,} input" in page
+    for call in calls[calls.attempt_key == key].itertuples():
+        assert f"<b>call {call.call}</b>" in page and f"requested <code>{html.escape(call.requested_action)}</code>" in page
+        assert f"dispatched <code>{html.escape(str(call.dispatched_action))}" in page
+    blocks = tables.blocks[(tables.blocks.attempt_key == key) & (tables.blocks.kind == "tool_call")]
+    for arguments in blocks.arguments.dropna():
+        assert html.escape(json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)) in page
+
+
+def test_thinking_is_folded(fresh, tables):
+    key = int(tables.blocks[tables.blocks.kind == "thinking"].attempt_key.iloc[0])
+    page = opened(fresh, key)
+    assert '<details class="mr-block"><summary>thinking' in page
+
+
+@pytest.mark.parametrize("flag", ["result_truncated", "text_truncated"])
+def test_cut_results_and_texts_are_marked(fresh, tables, flag):
+    key = int(tables.calls[tables.calls[flag]].attempt_key.iloc[0])
+    page = opened(fresh, key)
+    assert TRUNCATED in page
+
+
+def test_refused_calls_retries_and_failed_verifies_show(fresh, tables):
+    refused = int(tables.calls[tables.calls.outcome.astype(str).str.startswith("refused:")].attempt_key.iloc[0])
+    assert ">refused:" in opened(fresh, refused)
+    retried = tables.turns[tables.turns["try"] > 1].iloc[0]
+    assert f"<b>turn {retried.turn}</b> try {retried['try']}" in opened(fresh, int(retried.attempt_key))
+    failed = tables.verifies[~tables.verifies.passed].iloc[0]
+    page = opened(fresh, int(failed.attempt_key))
+    assert ">failed<" in page and html.escape(failed.detail) in page
+
+
+def test_a_malformed_call_shows_what_the_model_wrote(fresh, tables):
+    block = tables.blocks[tables.blocks.raw.notna()].iloc[0]
+    page = opened(fresh, int(block.attempt_key))
+    assert "not parsed" in page and html.escape(block.raw) in page
+
+
+def test_an_attempt_filtered_out_is_closed(fresh, tables):
+    key = int(tables.attempts.index[tables.attempts.ended_by == "completed"][0])
+    opened(fresh, key)
+    fresh.endings.value = ("malformed",)
+    assert fresh.opened is None and "Choose an attempt" in fresh.conversation.value
+
+
+def test_ids_that_repeat_across_shards_open_their_own_shard(tables):
+    name = tables.attempts.attempt.value_counts().index[0]
+    keys = tables.attempts.index[tables.attempts.attempt == name]
+    assert len(keys) > 1
+    for key in keys:
+        page = conversation_html(tables, key)
+        assert f"shard {html.escape(str(tables.attempts.shard[key]))}" in page
+        assert page.count('class="mr-turn"') == int((tables.turns.attempt_key == key).sum())
+
+
+def test_what_a_shard_says_is_escaped(tmp_path):
+    sneaky = "<script>alert(1)</script>"
+    write(tmp_path / "modeleval-x.jsonl", [
+        Run(run_id="r", repeat=1),
+        Attempt(id=sneaky, case="<c>", model="<m>", session="<s>", repeat=1, ended_by=ENDED_MALFORMED, reason=sneaky,
+                stimulus=sneaky),
+        Turn(attempt=sneaky, index=1, try_=1, status=TURN_OK, usage=Usage(input=1, output=1), detail=sneaky,
+             blocks=[Block(kind="text", text=sneaky), Block(kind="thinking", text=sneaky),
+                     Block(kind="tool_call", tool=sneaky, call_id=sneaky, arguments=msgspec.Raw(b'{"q":"<script>"}'), raw=sneaky)]),
+        Call(attempt=sneaky, turn=1, index=1, tool=sneaky, outcome="refused:" + sneaky, requested_action=sneaky,
+             dispatched_action=sneaky, refusal_reason=sneaky, result=msgspec.Raw(b'"<script>alert(1)</script>"'), text=sneaky),
+        Verify(attempt=sneaky, name=sneaky, passed=False, detail=sneaky)])
+    explorer = Explorer(tmp_path)
+    explorer.attempt.value = 0
+    for shown in (explorer.conversation.value, explorer.table.value, explorer.summary.value, explorer.status.value):
+        assert "<script" not in shown and "<m>" not in shown and "<c>" not in shown
+    assert explorer.conversation.value.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 10
+
+
+# ------------------------------------------------------------------------------------------------
+# Refresh
+
+@pytest.fixture
+def growing(tmp_path):
+    "A tree of four shards, like one a run is still writing."
+    return write_tree(tmp_path / "run", attempts=40, seed=5)
+
+
+def shard_list(tree: Path) -> list:
+    return sorted(tree.rglob("modeleval-*.jsonl"))
+
+
+def test_refresh_reads_only_new_and_changed_shards(growing, monkeypatch):
+    explorer = Explorer(growing)
+    explorer.model.value = "openai:gpt-5"
+    first, second, third, fourth = shard_list(growing)
+    grown_by = fourth.read_bytes().split(b"\n", 1)[1]  # another shard's attempts, without its run line
+    first.write_bytes(first.read_bytes() + grown_by)
+    shutil.copy(third, growing / "ee" / "modeleval-new.jsonl")
+    second.unlink()
+    read = []
+    real = explore.shard_tables
+    monkeypatch.setattr(explore, "shard_tables", lambda path, *a, **k: read.append(Path(path)) or real(path, *a, **k))
+    explorer.refresh_button.click()
+    assert sorted(read) == sorted([first, growing / "ee" / "modeleval-new.jsonl"])
+    changes = explorer.tree.changes
+    assert changes["changed"] == [first.relative_to(growing).as_posix()]
+    assert changes["new"] == ["ee/modeleval-new.jsonl"] and changes["removed"] == [second.relative_to(growing).as_posix()]
+    assert changes["unchanged"] == 2
+    assert "Refreshed: 1 new, 1 changed, 1 removed, 2 unchanged" in explorer.status.value
+    expected = load(growing)
+    for name, frame in expected.items():
+        assert len(explorer.tables[name]) == len(frame), name
+    assert (explorer.tables.attempts.attempt.tolist(), explorer.tables.turns.cost.sum()) == \
+        (expected.attempts.attempt.tolist(), pytest.approx(expected.turns.cost.sum()))
+    assert explorer.model.value == "openai:gpt-5"  # the filter survives the refresh
+    assert len(explorer.filtered.attempts) == int((expected.attempts.model == "openai:gpt-5").sum())
+    read.clear()
+    explorer.refresh_button.click()
+    assert read == [] and explorer.tree.changes["unchanged"] == 4
+
+
+def test_a_torn_line_keeps_what_was_shown_until_it_is_whole(growing):
+    explorer = Explorer(growing)
+    shown, shard = explorer.tables, shard_list(growing)[0]
+    line = shard.read_bytes().split(b"\n")[1]
+    lines = shard.read_bytes().count(b"\n")
+    with shard.open("ab") as file: file.write(line[:40])  # a writer halfway through a line
+    explorer.refresh()
+    assert explorer.tables is shown and isinstance(explorer.error, ShardError)
+    assert f"line {lines + 1}" in explorer.status.value and html.escape(str(shard)) in explorer.status.value
+    with shard.open("ab") as file: file.write(line[40:] + b"\n")  # the line finished
+    explorer.refresh()
+    assert explorer.error is None and explorer.tree.changes["changed"] == [shard.relative_to(growing).as_posix()]
+
+
+def test_refresh_with_another_path_loads_it(growing):
+    explorer = Explorer(growing)
+    explorer.path.value = str(example_tree())
+    explorer.refresh()
+    assert explorer.tree.path == example_tree() and "Read 4 shards" in explorer.status.value
+
+
+def test_live_tree_of_one_shard_file(growing):
+    shard = shard_list(growing)[0]
+    live = LiveTree(shard)
+    tables = live.read()
+    assert live.changes["new"] == [shard.name] and set(tables.attempts.shard) == {shard.name}
+    live.read()
+    assert live.changes == {"new": [], "changed": [], "removed": [], "unchanged": 1}
