@@ -97,6 +97,8 @@ def summary(tables: Tables, by: By = "model") -> pd.DataFrame:
              retries(tables, by)[["retries", "retry_cost"]], latency(tables, by, (50, 90)).drop(columns="timed_turns")]
     result = parts[0]
     for part in parts[1:]: result = result.join(part, how="outer")
+    counts = ["attempts", *ENDINGS, "model_endings", "not_model_endings"]  # 0 for turns whose attempt line is missing
+    result[counts] = result[counts].fillna(0).astype("int64")
     return result
 
 # %% ../nbs/05_summary.ipynb #70ec1e9f
@@ -123,8 +125,9 @@ def _share(value) -> str: return "" if pd.isna(value) else f"{value:.0%}"
 def _ms(value) -> str: return "" if pd.isna(value) else f"{value:,.0f}"
 
 def _label(index: pd.Index) -> list:
-    "The group labels of `index` as text (several `by` columns joined by ' / ')."
-    return [" / ".join(map(str, key)) if isinstance(key, tuple) else str(key) for key in index]
+    "The group labels of `index` as text (several `by` columns joined by ' / ', a missing value as '(none)')."
+    text = lambda value: "(none)" if pd.isna(value) else str(value)
+    return [" / ".join(map(text, key)) if isinstance(key, tuple) else text(key) for key in index]
 
 # %% ../nbs/05_summary.ipynb #ba327054
 def _aligned(table: pd.DataFrame) -> list:

@@ -210,21 +210,26 @@ def test_the_list_matches_the_table(fresh):
 # ------------------------------------------------------------------------------------------------
 # The conversation
 
-def opened(explorer, key) -> str:
-    "The conversation the explorer shows once the attempt `key` is chosen in its list."
-    explorer.clear()
+def chosen(explorer, key) -> str:
+    "The conversation the explorer shows once the attempt `key` is chosen in its list, found by filters and pages."
     explorer.case.value = str(explorer.tables.attempts.case[key])
     explorer.model.value = str(explorer.tables.attempts.model[key])
-    while key not in dict((v, l) for l, v in explorer.attempt.options): explorer.next.click()
+    while key not in [value for _, value in explorer.attempt.options]: explorer.next.click()
     explorer.attempt.value = key
     assert explorer.opened == key
+    return explorer.conversation.value
+
+
+def opened(explorer, key) -> str:
+    "The conversation the explorer shows for the attempt `key`."
+    explorer.open(key)
     return explorer.conversation.value
 
 
 def test_opening_an_attempt_shows_its_turns_blocks_and_calls(fresh, tables):
     calls = tables.calls
     key = int(calls[calls.requested_action.notna() & (calls.outcome == "ok")].attempt_key.iloc[0])
-    page = opened(fresh, key)
+    page = chosen(fresh, key)
     attempt = tables.attempts.loc[key]
     assert html.escape(attempt.attempt) in page and f">{attempt.ended_by}<" in page
     assert "<h4>Stimulus</h4>" in page and html.escape(attempt.stimulus) in page
@@ -233,8 +238,10 @@ def test_opening_an_attempt_shows_its_turns_blocks_and_calls(fresh, tables):
     for cost in turns.cost: assert explore._usd(cost) in page
     for tokens in turns.input: assert f"{tokens:,} input" in page
     for call in calls[calls.attempt_key == key].itertuples():
-        assert f"<b>call {call.call}</b>" in page and f"requested <code>{html.escape(call.requested_action)}</code>" in page
-        assert f"dispatched <code>{html.escape(str(call.dispatched_action))}" in page
+        requested = call.requested_action if isinstance(call.requested_action, str) else "-"
+        dispatched = call.dispatched_action if isinstance(call.dispatched_action, str) else "nothing"
+        assert f"<b>call {call.call}</b>" in page and f"requested <code>{html.escape(requested)}</code>" in page
+        assert f"dispatched <code>{html.escape(dispatched)}" in page
     blocks = tables.blocks[(tables.blocks.attempt_key == key) & (tables.blocks.kind == "tool_call")]
     for arguments in blocks.arguments.dropna():
         assert html.escape(json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)) in page
@@ -271,7 +278,9 @@ def test_a_malformed_call_shows_what_the_model_wrote(fresh, tables):
 
 def test_an_attempt_filtered_out_is_closed(fresh, tables):
     key = int(tables.attempts.index[tables.attempts.ended_by == "completed"][0])
-    opened(fresh, key)
+    chosen(fresh, key)
+    fresh.endings.value = ("completed", "skipped")
+    assert fresh.opened == key  # still among the attempts kept: it stays open
     fresh.endings.value = ("malformed",)
     assert fresh.opened is None and "Choose an attempt" in fresh.conversation.value
 
@@ -360,6 +369,41 @@ def test_a_torn_line_keeps_what_was_shown_until_it_is_whole(growing):
     with shard.open("ab") as file: file.write(line[40:] + b"\n")  # the line finished
     explorer.refresh()
     assert explorer.error is None and explorer.tree.changes["changed"] == [shard.relative_to(growing).as_posix()]
+
+
+def test_the_open_attempt_stays_open_across_a_refresh_and_shows_its_new_lines(growing):
+    explorer = Explorer(growing)
+    first, second = shard_list(growing)[:2]
+    key = int(explorer.tables.attempts.index[explorer.tables.attempts.shard == second.relative_to(growing).as_posix()][0])
+    name = explorer.tables.attempts.attempt[key]
+    explorer.open(key)
+    turns_before = explorer.conversation.value.count('class="mr-turn"')
+    line = encode(Turn(attempt=name, index=99, try_=1, status=TURN_OK, usage=Usage(input=7, output=3))) + b"\n"
+    second.write_bytes(second.read_bytes() + line)  # the run adds a turn to the open attempt
+    first.unlink()  # and a shard before it goes: every key after it moves
+    explorer.refresh()
+    assert explorer.opened != key
+    assert explorer.tables.attempts.loc[explorer.opened, ["shard", "attempt"]].tolist() == [second.relative_to(growing).as_posix(), name]
+    assert explorer.conversation.value.count('class="mr-turn"') == turns_before + 1 and "<b>turn 99</b>" in explorer.conversation.value
+    explorer.load()  # a load starts afresh: nothing open
+    assert explorer.opened is None and "Choose an attempt" in explorer.conversation.value
+
+
+def test_a_busy_port_is_refused_before_anything_starts(capsys):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        assert explore.serve(example_tree(), port=taken.getsockname()[1]) == 1
+    assert "is in use" in capsys.readouterr().err
+
+
+def test_close_closes_every_widget():
+    explorer = Explorer(load=False)
+    some = [explorer.widget, explorer.endings, explorer.plots["cost_by_model"], explorer.conversation]
+    assert all(widget.comm is not None for widget in some)
+    explorer.close()
+    assert all(widget.comm is None for widget in some)
 
 
 def test_refresh_with_another_path_loads_it(growing):

@@ -219,6 +219,8 @@ def test_line_without_attempt_line_is_kept_with_missing_attempt_columns(tables):
     assert len(ghost) == 1 and ghost.attempt_key.isna().all() and ghost.model.isna().all()
     assert tables.blocks[tables.blocks.attempt == "ghost"].attempt_key.isna().all()
     assert tables.where(run_id="run-odd").turns.attempt.astype(str).tolist().count("ghost") == 1
+    orphans = summary(tables)[summary(tables).index.isna()]  # a group of their own, not dropped
+    assert len(orphans) == 1 and orphans.attempts.iloc[0] == 0 and orphans.input.iloc[0] == 3
 
 
 def test_dtypes(tables):

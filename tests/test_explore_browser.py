@@ -1,0 +1,173 @@
+"""`modelrecord explore` in a real browser: serve the example tree, drive headless Chromium, stop with Ctrl-C.
+
+Chromium is Debian's (`/usr/bin/chromium`), driven through Playwright's Python package with
+`executable_path`: Playwright's own browser download is never used. The page must load nothing from
+another host than 127.0.0.1. The screenshot goes to `test-artifacts/explore.png`.
+"""
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from modelrecord.sample import example_tree
+from modelrecord.tables import load
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def descendants(pid: int) -> list:
+    "The processes started by `pid`, and by them, from /proc (Linux)."
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try: children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError: continue
+            found += children
+            todo += children
+    return found
+
+
+def alive(pid: int) -> bool:
+    "Whether `pid` runs (a zombie, dead but not yet reaped, does not)."
+    try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError: return False
+
+
+def listening_addresses(port: int) -> set:
+    "The local addresses (hex, as /proc/net/tcp* spells them) of the sockets listening on `port`."
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try: rows = Path(table).read_text().splitlines()[1:]
+        except OSError: continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port: found.add(address)
+    return found
+
+
+@pytest.fixture
+def server():
+    "`modelrecord explore` of the example tree on a free port: `(url, process)`; always stopped by PID afterwards."
+    port = free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "explore-server.log", "w")
+    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())",
+               "explore", str(example_tree()), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    started = set()
+    try:
+        deadline, url = time.monotonic() + 60, None
+        while url is None and time.monotonic() < deadline and process.poll() is None:
+            try: line = lines.get(timeout=0.5)
+            except queue.Empty: continue
+            if " at http://" in line: url = line.split(" at ", 1)[1].split()[0]
+        assert url, f"no address printed within 60 s (status {process.poll()}; see {ARTIFACTS / 'explore-server.log'})"
+        assert urlsplit(url).hostname == "127.0.0.1" and urlsplit(url).port == port
+        started.update(descendants(process.pid))
+        yield url, process, port, lines
+    finally:
+        started.update(descendants(process.pid))
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try: process.wait(30)
+            except subprocess.TimeoutExpired: process.kill(); process.wait()
+        for pid in started:
+            if alive(pid): os.kill(pid, signal.SIGKILL)
+        log.close()
+
+
+def test_explore_page_in_chromium(server):
+    from playwright.sync_api import sync_playwright
+    url, process, port, lines = server
+    addresses = listening_addresses(port)
+    assert addresses and addresses <= {"0100007F", "0000000000000000FFFF00000100007F"}, addresses  # 127.0.0.1 only
+    tables = load(example_tree())
+    malformed = int((tables.attempts.ended_by == "malformed").sum())
+
+    elsewhere, failed, errors = [], [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("request", lambda r: urlsplit(r.url).scheme in ("http", "https", "ws", "wss")
+                    and urlsplit(r.url).hostname != "127.0.0.1" and elsewhere.append(r.url))
+            page.on("requestfailed", lambda r: failed.append(f"{r.url}: {r.failure}"))
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url)
+
+            # The page, loaded: the status, the summary, the plots, the first page of attempts.
+            page.wait_for_selector(".mr-table table", timeout=60_000)
+            assert f"{len(tables.attempts)} attempts" in page.inner_text(".mr-status")
+            for name in ("endings_by_model", "tokens_by_model", "cost_by_model", "latency_by_model", "cumulative_cost"):
+                assert page.locator(f".mr-plot-{name} img").count() == 1, name
+            table_before = page.inner_text(".mr-table")
+            plot_before = page.get_attribute(".mr-plot-endings_by_model img", "src")
+            assert f"of {len(tables.attempts)}" in page.inner_text(".mr-page-label")
+
+            # Choose an ending: the table, the summary and the plots follow.
+            option = page.eval_on_selector(".mr-endings select",
+                                           "s => Array.from(s.options).map(o => o.value).find(v => v.startsWith('malformed'))")
+            page.select_option(".mr-endings select", value=option)
+            page.wait_for_function(f"() => document.querySelector('.mr-page-label').textContent.includes('of {malformed}')",
+                                   timeout=30_000)
+            page.wait_for_function("before => document.querySelector('.mr-plot-endings_by_model img').src !== before",
+                                   arg=plot_before, timeout=30_000)
+            table_after = page.inner_text(".mr-table")
+            assert table_after != table_before
+            rows = page.locator(".mr-table tr").count() - 1
+            assert rows == malformed and page.locator(".mr-table .mr-badge", has_text="malformed").count() == malformed
+
+            # Open an attempt: its conversation shows, turn by turn.
+            first = page.eval_on_selector(".mr-attempt select", "s => s.options[0].textContent")
+            attempt_id = first.split()[1]
+            page.select_option(".mr-attempt select", index=0)
+            page.wait_for_selector(".mr-conversation h3", timeout=30_000)
+            conversation = page.inner_text(".mr-conversation")
+            assert attempt_id in conversation and "malformed" in conversation
+            assert "Stimulus" in conversation and "turn 1" in conversation and "not parsed" in conversation
+
+            # The screenshot, the whole page: as tall as its scrolling content.
+            height = page.evaluate("() => Math.max(...Array.from(document.querySelectorAll('*')).map(e => e.scrollHeight))")
+            page.set_viewport_size({"width": 1400, "height": min(int(height) + 40, 12000)})
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
+        finally:
+            browser.close()
+    assert elsewhere == [], f"the page asked another host than 127.0.0.1 for: {elsewhere}"
+    assert failed == [], f"requests failed: {failed}"
+    assert errors == [], f"the browser console reported errors: {errors}"
+
+    # Ctrl-C stops the server cleanly: status 0, no process of it left, the port closed.
+    children = descendants(process.pid)
+    assert children, "voila (and its kernel) run as children of the command"
+    process.send_signal(signal.SIGINT)
+    assert process.wait(30) == 0
+    time.sleep(0.5)
+    assert [pid for pid in children if alive(pid)] == []
+    with socket.socket() as probe: assert probe.connect_ex(("127.0.0.1", port)) != 0
+    said = []
+    while not lines.empty(): said.append(lines.get())
+    assert any("stopped" in line for line in said), said
