@@ -89,9 +89,16 @@ def test_readme_is_generated_from_the_index_notebook():
     readme = (ROOT / "README.md").read_text()
     nb = nbdocs.process(nbformat.read(NBS / "index.ipynb", as_version=4), "modelrecord")
     assert readme == nbdocs.readme_markdown(nb), "README.md is stale: run `python tools/build_docs.py`"
-    assert 'pip install -e . && modelrecord validate' in readme
-    assert 'pip install -e ".[dev]" && python -m pytest' in readme
+    assert 'pip install -e ".[analysis]" && modelrecord summary' in readme
     assert "python tools/build_docs.py" in readme
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = 'pip install -e ".[dev]" && python -m pytest'
+    assert command in readme
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci_lines[-1] == command, "the last step of .ci/run must be the README's test command, exactly"
 
 
 # ---------------------------------------------------------------------------------------------

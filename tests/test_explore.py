@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from modelrecord import explore
-from modelrecord.explore import ALL, PLOTS, TRUNCATED, Explorer, LiveTree, conversation_html
+from modelrecord.explore import _TRUNCATED as TRUNCATED, ALL, PLOTS, Explorer, LiveTree, conversation_html
 from modelrecord.reader import ShardError
 from modelrecord.record import (Attempt, Block, Call, ENDED_MALFORMED, ENDINGS, Run, Turn, TURN_OK, Usage, Verify, encode)
 from modelrecord.sample import example_tree, write_tree
