@@ -21,7 +21,7 @@ import datetime as dt
 import math
 import re
 from decimal import Decimal
-from typing import Annotated, Literal, Optional, get_args, get_origin
+from typing import Annotated, Literal, Optional
 
 import msgspec
 
@@ -89,29 +89,9 @@ class Omit:
     def __class_getitem__(cls, field_type): return Annotated[field_type, _OMITEMPTY]
 
 # %% ../nbs/00_record.ipynb #6934a48b
-def _go_zero(annotation):
-    "Go's zero value for a string or number field (`\"\"`, 0; a one-value `Literal`: that value), else `...`."
-    if get_origin(annotation) is Annotated: annotation = get_args(annotation)[0]
-    if get_origin(annotation) is Literal:
-        values = get_args(annotation)
-        return values[0] if len(values) == 1 else type(values[0])()
-    return annotation() if annotation in (str, int) else ...
-
-class _GoZeros(type(msgspec.Struct)):
-    "Metaclass of the record types: a field a line must carry starts at Go's zero value when a record is built."
-    def __new__(meta, name, bases, namespace, **options):
-        cls = super().__new__(meta, name, bases, namespace, **options)
-        zeros = ((field.name, _go_zero(field.type)) for field in msgspec.structs.fields(cls) if field.required)
-        cls._zeros = tuple((field, zero) for field, zero in zeros if zero is not ...)  # a payload stays required
-        return cls
-    def __call__(cls, *args, **fields):
-        for name, zero in cls._zeros:
-            if name not in fields: fields[name] = zero
-        return super().__call__(*args, **fields)
-
-class _Line(msgspec.Struct, metaclass=_GoZeros, forbid_unknown_fields=True, omit_defaults=True, kw_only=True,
+class _Line(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True,
             repr_omit_defaults=True, gc=False):
-    "Options shared by every record type: unknown fields refused, Go's zeros when built, no GC tracking."
+    "Options shared by every record type: unknown fields refused, keyword construction, no GC tracking."
 
 # %% ../nbs/00_record.ipynb #089a9f9f
 class Price(_Line, kw_only=True):
@@ -247,7 +227,7 @@ class Verify(_Line, kw_only=True):
     detail: Omit[str] = ""
 
 # %% ../nbs/00_record.ipynb #fb1ba7dc
-class Record(msgspec.Struct, metaclass=_GoZeros, tag_field="type", forbid_unknown_fields=True, kw_only=True, gc=False):
+class Record(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, kw_only=True, gc=False):
     "One line of a shard: the schema it was written under, which line it is, and exactly one payload."
     schema: Literal[SCHEMA_VERSION]
     @property
@@ -260,7 +240,7 @@ class Record(msgspec.Struct, metaclass=_GoZeros, tag_field="type", forbid_unknow
         if isinstance(line, Record): return line
         try: record_type = RECORD_TYPES[type(line)]
         except KeyError: raise TypeError(f"a shard line is one of {', '.join(LINE_TYPES)}, not {type(line).__name__}") from None
-        return record_type(**{record_type.__struct_config__.tag: line})
+        return record_type(schema=SCHEMA_VERSION, **{record_type.__struct_config__.tag: line})
 
 class RunRecord(Record, tag="run", kw_only=True): run: Run
 class SessionRecord(Record, tag="session", kw_only=True): session: Session

@@ -605,21 +605,20 @@ def _attempt_lines(maker: "_Shard", case: Case, plan: SessionPlan, model: Model,
     rng = maker.rng
     count = maker.counts[case.id, plan.surface] = maker.counts.get((case.id, plan.surface), 0) + 1
     shown, overflowed = _shown_tools(rng, plan, maker.served(plan))
-    attempt = Attempt(id=f"{case.id}/{plan.surface}/{count}", case=case.id, model=model.spec, surface=plan.surface,
-                      session=plan.label, repeat=repeat, shown_tools=shown, overflowed=overflowed,
-                      tool_digest=_digest(maker.seed, plan.label, model.spec, case.id if plan.surface == "individual" else ""),
-                      facts=case.facts, stimulus=case.stimulus)
+    fields = dict(id=f"{case.id}/{plan.surface}/{count}", case=case.id, model=model.spec, surface=plan.surface,
+                  repeat=repeat, shown_tools=shown, overflowed=overflowed, facts=case.facts, stimulus=case.stimulus,
+                  tool_digest=_digest(maker.seed, plan.label, model.spec, case.id if plan.surface == "individual" else ""))
     if case.needs and TIERS.index(case.needs) > TIERS.index(maker.tier):
-        return [msgspec.structs.replace(attempt, session="", ended_by=ENDED_SKIPPED,
-                                        reason=f"needs the {case.needs} tier; the instance is {maker.edition} at the {maker.tier} tier")]
+        return [Attempt(**fields, ended_by=ENDED_SKIPPED,
+                        reason=f"needs the {case.needs} tier; the instance is {maker.edition} at the {maker.tier} tier")]
     ending = _ending(rng, model, plan, case)
     if ending == ENDED_HARNESS_ERROR and rng.random() < 0.3:
-        return [msgspec.structs.replace(attempt, session="", ended_by=ending, reason="the session would not start: the server exited before listing its tools (exit status 2)")]
+        return [Attempt(**fields, ended_by=ending, reason="the session would not start: the server exited before listing its tools (exit status 2)")]
     prefix = 850 + (plan.slice_size * 170 if plan.surface == "individual" else _SCHEMA.get(plan.meta_param_schema, _PREFIX[plan.surface]))
-    talk = _Talk(rng, attempt.id, model, prefix, case.stimulus, warm=(plan.label, model.spec) in maker.warm)
+    talk = _Talk(rng, fields["id"], model, prefix, case.stimulus, warm=(plan.label, model.spec) in maker.warm)
     reason = _conversation(talk, case, plan, ending, maker.huge)
     if talk.lines: maker.warm.add((plan.label, model.spec))
-    attempt = msgspec.structs.replace(attempt, ended_by=ending, reason=reason)
+    attempt = Attempt(**fields, session=plan.label, ended_by=ending, reason=reason)
     checked = talk.lines and ending != ENDED_HARNESS_ERROR
     return [attempt, *talk.lines, *(_verifies(rng, attempt, case, plan) if checked else ())]
 
