@@ -19,6 +19,11 @@ def _tree(path) -> Path:
     from modelrecord.sample import example_tree
     return example_tree()
 
+def _refused(error: ShardError) -> int:
+    "Say on stderr why a tree was refused (file, line, field, why); the exit status of a refusal."
+    print(f"modelrecord: {error}", file=sys.stderr)
+    return 1
+
 # %% ../nbs/08_cli.ipynb #d673d90e
 def _line_counts(shard) -> str:
     "`1 run, 3 attempt, ...` for a shard, in the order the types first appear."
@@ -30,9 +35,7 @@ def validate(args) -> int:
     "Read a tree strictly; print each shard's line counts, or the first refusal."
     tree = _tree(args.path)
     try: shards = read_shards(tree)
-    except ShardError as error:
-        print(f"modelrecord: {error}", file=sys.stderr)
-        return 1
+    except ShardError as error: return _refused(error)
     for shard in shards:
         print(f"{Path(shard.path).relative_to(tree) if tree.is_dir() else shard.path}: {_line_counts(shard)}")
     lines = sum(len(s.records) for s in shards)
@@ -45,9 +48,7 @@ def summary(args) -> int:
     from modelrecord.summary import summary as summarise, summary_text
     from modelrecord.tables import load
     try: tables = load(_tree(args.path), workers=args.workers)
-    except ShardError as error:
-        print(f"modelrecord: {error}", file=sys.stderr)
-        return 1
+    except ShardError as error: return _refused(error)
     try: print(summary_text(summarise(tables, by=args.by.split(","))), end="")
     except ValueError as error:
         print(f"modelrecord: {error}", file=sys.stderr)
@@ -58,9 +59,7 @@ def export(args) -> int:
     "Write the tables of a tree as Parquet files, one per table, into `--to`."
     from modelrecord.tables import export as write_parquet, load
     try: tables = load(_tree(args.path), workers=args.workers, content=args.content)
-    except ShardError as error:
-        print(f"modelrecord: {error}", file=sys.stderr)
-        return 1
+    except ShardError as error: return _refused(error)
     for path in write_parquet(tables, args.to): print(path)
     return 0
 
@@ -71,9 +70,7 @@ def explore(args) -> int:
     from modelrecord.reader import shard_paths
     tree = _tree(args.path)
     try: shard_paths(tree)
-    except ShardError as error:
-        print(f"modelrecord: {error}", file=sys.stderr)
-        return 1
+    except ShardError as error: return _refused(error)
     return serve(tree, port=args.port)
 
 # %% ../nbs/08_cli.ipynb #d62bbc26
@@ -81,24 +78,24 @@ def parser() -> argparse.ArgumentParser:
     "The `modelrecord` command line."
     top = argparse.ArgumentParser(prog="modelrecord", description="Read, check and analyse evaluation shard trees.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    check = commands.add_parser("validate", help="read a tree strictly and count its lines per shard")
-    check.add_argument("path", nargs="?", help="a shard file or directory tree (default: the bundled example tree)")
-    check.set_defaults(run=validate)
-    summarise = commands.add_parser("summary", help="print the per-model summary of a tree")
-    summarise.add_argument("path", nargs="?", help="a shard file or directory tree (default: the bundled example tree)")
+    def command(name, run, help, optional_path=True):
+        "A subcommand running `run`, reading the tree at its `path` argument."
+        sub = commands.add_parser(name, help=help)
+        sub.add_argument("path", nargs="?" if optional_path else None,
+                         help="a shard file or directory tree" + (" (default: the bundled example tree)" if optional_path else ""))
+        sub.set_defaults(run=run)
+        return sub
+    workers = dict(type=int, default=None, help="processes reading shards (default: by tree size)")
+    command("validate", validate, "read a tree strictly and count its lines per shard")
+    summarise = command("summary", summary, "print the per-model summary of a tree")
     summarise.add_argument("--by", default="model", help="attempt columns to group by, comma-separated (default: model)")
-    summarise.add_argument("--workers", type=int, default=None, help="processes reading shards (default: by tree size)")
-    summarise.set_defaults(run=summary)
-    write = commands.add_parser("export", help="write a tree's tables as Parquet files, one per table")
-    write.add_argument("path", help="a shard file or directory tree")
+    summarise.add_argument("--workers", **workers)
+    write = command("export", export, "write a tree's tables as Parquet files, one per table", optional_path=False)
     write.add_argument("--to", required=True, help="the directory to write <table>.parquet into")
     write.add_argument("--content", action="store_true", help="also keep texts, arguments, results and digests")
-    write.add_argument("--workers", type=int, default=None, help="processes reading shards (default: by tree size)")
-    write.set_defaults(run=export)
-    show = commands.add_parser("explore", help="serve the explorer of a tree as a web page on 127.0.0.1 (Ctrl-C stops it)")
-    show.add_argument("path", nargs="?", help="a shard file or directory tree (default: the bundled example tree)")
+    write.add_argument("--workers", **workers)
+    show = command("explore", explore, "serve the explorer of a tree as a web page on 127.0.0.1 (Ctrl-C stops it)")
     show.add_argument("--port", type=int, default=0, help="the port to serve on (default: a free one)")
-    show.set_defaults(run=explore)
     return top
 
 def main(argv=None) -> int:
