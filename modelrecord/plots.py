@@ -27,7 +27,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter, PercentFormatter
+from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, NullFormatter, PercentFormatter
 
 from .record import (
     COST_COLOURS, COST_COMPONENTS, ENDING_COLOURS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_COLOURS)
@@ -130,63 +130,89 @@ def _tokens_text(value, _=None) -> str:
     if abs(value) >= 1e3: return f"{value / 1e3:.3g}k"
     return f"{value:.0f}"
 
-def _usd_text(value, _=None) -> str:
-    "A cost as a tick or a note shows it: $0.25, $1,250."
-    return f"${value:,.2f}" if abs(value) < 100 else f"${value:,.0f}"
+def _usd_text(value, decimals: Optional[int] = None) -> str:
+    "A cost as a note shows it ($0.25, $1,250, under a cent to two figures: $0.0042), or with `decimals` decimals."
+    if decimals is None:
+        size = abs(value)
+        decimals = 0 if size >= 100 else 2 if size >= 0.01 or size == 0 else min(8, 1 - int(np.floor(np.log10(size))))
+    return f"${value:,.{decimals}f}"
 
 def _groups(by: str, split: Optional[str]) -> list:
     "The columns a summary groups by: `by`, then `split` when there is one."
     return [by] if split is None else [by, split]
 
 # %% ../nbs/06_plots.ipynb #bb1b9bdd
-def tokens_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model", ax: Optional[Axes] = None) -> Figure:
-    "Tokens per model (or per `by`), stacked by category; `split` (\"surface\", \"case\"...) gives a bar per value under each."
-    counts = tokens(tables, _groups(by, split))
-    y, ticks, labels, headers = _rows(counts.index)
-    fig, ax = _figure(ax, _height(len(ticks)))
-    ax.set_title(f"Tokens per {by}" + (f" and {split}" if split else ""), loc="left")
-    ax.set_xlabel("tokens (every turn line, retries included)")
-    ax.set_ylabel(" / ".join(_groups(by, split)))
-    if counts.empty:
-        _nothing(ax, _empty_note(tables, "turn lines"))
+def _tick_decimals(locs) -> Optional[int]:
+    "The decimals that tell dollar ticks at `locs` apart: 0 for whole-dollar steps, else 2 or more; None for a lone tick."
+    steps = np.diff(np.unique(np.asarray(locs, float)))
+    if not len(steps): return None
+    step = steps.min()
+    needed = next((d for d in range(10) if abs(round(step, d) - step) <= step * 1e-6), 10)
+    return 0 if needed == 0 else max(2, needed)
+
+class _UsdTicks(Formatter):
+    "Dollar tick labels with as many decimals as the spacing of the ticks needs: $0.005, $0.25, $5, $1,250."
+    decimals = None
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        self.decimals = _tick_decimals(locs)
+    def __call__(self, value, pos=None) -> str: return _usd_text(value, self.decimals)
+
+def _usd_axis(axis):
+    "Make `axis` a dollar scale: a few ticks at steps of 1, 2 or 5 (never 2.5, which needs a decimal more), labelled by `_UsdTicks`."
+    axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 5, 10]))
+    axis.set_major_formatter(_UsdTicks())
+
+def _tokens_axis(axis):
+    "Make `axis` a scale of tokens: 950, 12k, 1.5M."
+    axis.set_major_formatter(FuncFormatter(_tokens_text))
+
+# %% ../nbs/06_plots.ipynb #0f875bc5
+def _bars(frame: pd.DataFrame, what: str, by: str, split: Optional[str], ax: Optional[Axes], *, xlabel: str, columns,
+          names, colours, legend: str, empty: str, notes, scale, least: float) -> Figure:
+    "A row per group of the summary `frame`, `columns` stacked as `names`, `notes(ends, frame)` after the bars, x axis by `scale` (None: none)."
+    groups = " / ".join(_groups(by, split))
+    y, yticks, labels, headers = _rows(frame.index)
+    fig, ax = _figure(ax, _height(len(yticks)))
+    ax.set_title(f"{what} per {by}" + (f" and {split}" if split else ""), loc="left")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(groups)
+    if frame.empty:
+        _nothing(ax, empty)
         return fig
-    ends = _stacked(ax, y, counts, TOKEN_CATEGORIES, TOKEN_CATEGORIES, TOKEN_COLOURS)
-    notes = [_tokens_text(end) for end in ends]
-    for at, end, note in zip(y, ends, notes): _note(ax, end, at, note)
-    _y_axis(ax, ticks, labels, headers, " / ".join(_groups(by, split)))
-    ax.xaxis.set_major_formatter(FuncFormatter(_tokens_text))
-    ax.set_xlim(0, max(_room(ax, ends, notes), 1))
-    ax.grid(axis="x", alpha=0.3)
+    ends = _stacked(ax, y, frame, columns, names, colours)
+    written = notes(ends, frame)
+    for at, end, note in zip(y, ends, written):
+        _note(ax, end, at, note, **({"fontstyle": "italic"} if note == UNPRICED else {}))  # an unknown is said aside
+    _y_axis(ax, yticks, labels, headers, groups)
+    if scale is None: ax.set_xticks([])
+    else:
+        ax.set_xlim(0, _room(ax, ends, written) or least)
+        scale(ax.xaxis)
+        ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    _legend(ax, "token category")
+    _legend(ax, legend)
     return fig
 
+def tokens_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model", ax: Optional[Axes] = None) -> Figure:
+    "Tokens per model (or per `by`), stacked by category; `split` (\"surface\", \"case\"...) gives a bar per value under each."
+    return _bars(tokens(tables, _groups(by, split)), "Tokens", by, split, ax, xlabel="tokens (every turn line, retries included)",
+                 columns=TOKEN_CATEGORIES, names=TOKEN_CATEGORIES, colours=TOKEN_COLOURS, legend="token category",
+                 empty=_empty_note(tables, "turn lines"), notes=lambda ends, _: [_tokens_text(end) for end in ends],
+                 scale=_tokens_axis, least=1)
+
 # %% ../nbs/06_plots.ipynb #7c892643
+def _cost_notes(ends, spend: pd.DataFrame) -> list:
+    "What each cost bar says after it: its total, the turn lines it leaves out, or that its cost is unknown."
+    return [UNPRICED if pd.isna(row.cost) else f"{_usd_text(end)} + {row.unpriced_turns} unpriced turn lines"
+            if row.unpriced_turns else _usd_text(end) for end, row in zip(ends, spend.itertuples())]
+
 def cost_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model", ax: Optional[Axes] = None) -> Figure:
     "Cost per model (or per `by`), stacked by component; an unpriced model gets no bar and says `unpriced`, never $0."
     spend = costs(tables, _groups(by, split))
-    y, ticks, labels, headers = _rows(spend.index)
-    fig, ax = _figure(ax, _height(len(ticks)))
-    ax.set_title(f"Cost per {by}" + (f" and {split}" if split else ""), loc="left")
-    ax.set_xlabel("cost (USD)")
-    ax.set_ylabel(" / ".join(_groups(by, split)))
-    if spend.empty:
-        _nothing(ax, _empty_note(tables, "turn lines"))
-        return fig
-    ends = _stacked(ax, y, spend, COST_COLUMNS, COST_COMPONENTS, COST_COLOURS)
-    notes = [UNPRICED if pd.isna(row.cost) else f"{_usd_text(end)} + {row.unpriced_turns} unpriced turn lines"
-             if row.unpriced_turns else _usd_text(end) for end, row in zip(ends, spend.itertuples())]
-    for at, end, note in zip(y, ends, notes):
-        _note(ax, end, at, note, **({"fontstyle": "italic"} if note == UNPRICED else {}))
-    _y_axis(ax, ticks, labels, headers, " / ".join(_groups(by, split)))
-    if spend.cost.notna().any():
-        ax.set_xlim(0, max(_room(ax, ends, notes), 0.01))
-        ax.xaxis.set_major_formatter(FuncFormatter(_usd_text))
-        ax.grid(axis="x", alpha=0.3)
-    else: ax.set_xticks([])  # nothing priced: a dollar scale would only show zeros
-    ax.set_axisbelow(True)
-    _legend(ax, "cost component")
-    return fig
+    return _bars(spend, "Cost", by, split, ax, xlabel="cost (USD)", columns=COST_COLUMNS, names=COST_COMPONENTS,
+                 colours=COST_COLOURS, legend="cost component", empty=_empty_note(tables, "turn lines"), notes=_cost_notes,
+                 scale=_usd_axis if spend.cost.notna().any() else None, least=0.01)  # nothing priced: no scale of zeros
 
 # %% ../nbs/06_plots.ipynb #3f4d002e
 def _share_bars(ax: Axes, y, shares: pd.DataFrame, names, **style) -> np.ndarray:
@@ -279,7 +305,8 @@ def _latest_run(tables: Tables, turns: pd.DataFrame):
 def _budget_note(spent: float, budget: float) -> str:
     "What the run spent, against its budget when it has one."
     if pd.isna(budget) or budget <= 0: return f"{_usd_text(spent)} spent, no budget set"
-    return f"{_usd_text(spent)} of a {_usd_text(budget)} budget ({spent / budget:.0%})"
+    share = spent / budget
+    return f"{_usd_text(spent)} of a {_usd_text(budget)} budget ({'<1%' if 0 < share < 0.005 else f'{share:.0%}'})"
 
 # %% ../nbs/06_plots.ipynb #d28fb395
 def cumulative_cost(tables: Tables, *, run: Optional[str] = None, ax: Optional[Axes] = None) -> Figure:
@@ -295,26 +322,29 @@ def cumulative_cost(tables: Tables, *, run: Optional[str] = None, ax: Optional[A
         _nothing(ax, _empty_note(tables, f"turn lines of run {chosen}" if chosen is not None else "turn lines"))
         return fig
     spent = lines[list(COST_COLUMNS)].fillna(0).cumsum()
-    ax.stackplot(np.arange(1, len(lines) + 1), spent.to_numpy().T, colors=[COST_COLOURS[c] for c in COST_COMPONENTS],
+    so_far = np.vstack([np.zeros(len(COST_COLUMNS)), spent.to_numpy()]).T  # nothing spent before the first line
+    ax.stackplot(np.arange(len(lines) + 1), so_far, colors=[COST_COLOURS[c] for c in COST_COMPONENTS],
                  labels=COST_COMPONENTS, linewidth=0)
     total = float(spent.iloc[-1].sum())
     budget = tables.runs.loc[(tables.runs.run_id == chosen).to_numpy(dtype=bool, na_value=False), "budget_usd"].max()
     near = pd.notna(budget) and 0 < budget <= 4 * total
     if near:
         ax.axhline(budget, color=NOTE_COLOUR, linestyle="--", linewidth=1)
-        ax.annotate(f"budget {_usd_text(budget)}", (0, budget), xycoords=("axes fraction", "data"), xytext=(4, 3),
-                    textcoords="offset points", fontsize=8, color=NOTE_COLOUR, parse_math=False)
+        ax.annotate(f"budget {_usd_text(budget)}", (1, budget), xycoords=("axes fraction", "data"), xytext=(-4, 3),
+                    textcoords="offset points", ha="right", fontsize=8, color=NOTE_COLOUR, parse_math=False,
+                    bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
     notes = [_budget_note(total, budget)]
     unpriced = lines.cost.isna()
     if unpriced.any():
         whose = ", ".join(sorted(map(str, lines.model[unpriced].dropna().unique())))
         notes.append(f"{int(unpriced.sum())} unpriced turn lines not counted ({whose})")
     others = turns.run_id.dropna().nunique() - 1
-    if run is None and others: notes.append(f"the latest of {others + 1} runs in the selection; pick one with run=")
+    if run is None and others: notes.append(f"the latest of {others + 1} runs in the selection; narrow it to one run to see another")
     ax.text(0.01, 0.98, "\n".join(notes), transform=ax.transAxes, va="top", fontsize=8, color=NOTE_COLOUR, parse_math=False)
-    ax.set_xlim(1, max(len(lines), 2))
-    ax.set_ylim(0, max(total, budget if near else 0, 0.01) * 1.2)
-    ax.yaxis.set_major_formatter(FuncFormatter(_usd_text))
+    ax.set_xlim(0, len(lines))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))  # a count of lines: no tick between two
+    ax.set_ylim(0, max(total, budget if near else 0) * 1.2 or 0.01)
+    _usd_axis(ax.yaxis)
     ax.grid(alpha=0.3)
     ax.set_axisbelow(True)
     _legend(ax, "cost component", reverse=True)  # top to bottom, as the areas are stacked
