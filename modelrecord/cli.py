@@ -25,19 +25,13 @@ def _refused(error: ShardError) -> int:
     return 1
 
 # %% ../nbs/08_cli.ipynb #d673d90e
-def _line_counts(shard) -> str:
-    "`1 run, 3 attempt, ...` for a shard, in the order the types first appear."
-    counts = {}
-    for record in shard.records: counts[record.type] = counts.get(record.type, 0) + 1
-    return ", ".join(f"{n} {t}" for t, n in counts.items()) or "no lines"
-
 def validate(args) -> int:
     "Read a tree strictly; print each shard's line counts, or the first refusal."
     tree = _tree(args.path)
     try: shards = read_shards(tree)
     except ShardError as error: return _refused(error)
     for shard in shards:
-        print(f"{Path(shard.path).relative_to(tree) if tree.is_dir() else shard.path}: {_line_counts(shard)}")
+        print(f"{Path(shard.path).relative_to(tree) if tree.is_dir() else shard.path}: {shard.counts}")
     lines = sum(len(s.records) for s in shards)
     print(f"{tree}: {len(shards)} shards, {lines} lines, all valid")
     return 0

@@ -213,10 +213,14 @@ class Shard(msgspec.Struct, gc=False):
     path: str
     records: list
 
-    def __repr__(self):
+    @property
+    def counts(self) -> str:
+        "How many lines of each type the shard holds, as `1 run, 3 attempt, ...` (types in order of first appearance)."
         counts = {}
         for record in self.records: counts[record.type] = counts.get(record.type, 0) + 1
-        return f"Shard({self.path!r}, {', '.join(f'{n} {t}' for t, n in counts.items()) or 'no records'})"
+        return ", ".join(f"{n} {t}" for t, n in counts.items()) or "no records"
+
+    def __repr__(self): return f"Shard({self.path!r}, {self.counts})"
 
 # %% ../nbs/01_reader.ipynb #8b052958
 Errors = Literal["raise", "collect"]
