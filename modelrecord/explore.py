@@ -34,7 +34,7 @@ from .record import (
     BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL, ENDED_COMPLETED, ENDED_MALFORMED, ENDED_OVER_BUDGET, ENDING_COLOURS,
     ENDINGS, OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_REFUSED_PREFIX, TOKEN_CATEGORIES, TURN_OK)
 from .sample import example_tree
-from .summary import attempt_totals, summary
+from .summary import _count, _share, attempt_totals, summary
 from .tables import Tables, combine, shard_tables
 
 # %% ../nbs/07_explore.ipynb #6a6fb509
@@ -124,9 +124,7 @@ def _outcome(outcome: str) -> str:
     return _badge(outcome, colour)
 
 # %% ../nbs/07_explore.ipynb #6f3ee70c
-def _count(value) -> str: return "" if pd.isna(value) else f"{int(value):,}"
 def _ms(value) -> str: return "" if pd.isna(value) or not value else f"{value:,.0f} ms"
-def _share(value) -> str: return "" if pd.isna(value) else f"{value:.0%}"
 def _plural(count: int, noun: str) -> str: return f"{count:,} {noun}{'s' * (count != 1)}"
 
 def _usd(value) -> str:
@@ -226,7 +224,7 @@ def _header_html(tables: Tables, key: int, lines: AttemptLines, costs: pd.DataFr
                        if pd.notna(row[name]))
     reason = f'<div>reason: {_esc(row.reason)}</div>' if pd.notna(row.reason) else ""
     tokens = " · ".join(f"{int(costs[name].sum()):,} {name.replace('_', ' ')}" for name in TOKEN_CATEGORIES)
-    total = _usd(costs.cost.sum(min_count=1)) if len(costs) else _usd(float("nan"))
+    total = _usd(costs.cost.sum(min_count=1))  # no priced turn line: unpriced
     return (f'<h3>{_esc(row.attempt)} {_ending(row.ended_by)}</h3><div>{where}</div>{reason}'
             f'<div class="mr-meta">{_plural(len(lines.turns), "turn line")} · {_plural(len(lines.calls), "call")} · {tokens} · {total}'
             f'<br>run {_esc(row.run_id)} · shard {_esc(row.shard)}</div>')
@@ -493,9 +491,9 @@ def _offer_filters(self: Explorer, keep: bool):
         widget.value = chosen
     if not keep: self.endings.value = ()
 
-def _count_endings(self: Explorer):
-    "Label each ending with its number of attempts under the other filters, keeping the endings chosen."
-    counts = self.tables.where(**_conditions(self, endings=False)).attempts.ended_by.value_counts()
+def _count_endings(self: Explorer, others: Tables):
+    "Label each ending with its number of attempts in `others` (the tables under the other filters), keeping the endings chosen."
+    counts = others.attempts.ended_by.value_counts()
     chosen = self.endings.value
     self.endings.options = [(f"{ending} ({counts.get(ending, 0):,})", ending) for ending in ENDINGS]
     self.endings.value = chosen
@@ -512,9 +510,10 @@ def _drawn(self: Explorer, conditions: dict) -> tuple:
 def _filter(self: Explorer):
     "Narrow the tables to the filters and redraw the summary, the plots and the attempts."
     if self.tables is None: return
-    with _hushed(self): _count_endings(self)
+    others = self.tables.where(**_conditions(self, endings=False))
+    with _hushed(self): _count_endings(self, others)
     conditions = _conditions(self)
-    self.filtered = self.tables.where(**conditions)
+    self.filtered = others.where(ended_by=conditions["ended_by"]) if "ended_by" in conditions else others
     self.summary.value, images, self._totals = _drawn(self, conditions)
     for name, view in self.plots.items(): view.value = images[name]
     if self.opened is not None and self.opened not in self.filtered.attempts.index: self.open(None)

@@ -47,11 +47,16 @@ def _height(rows: int) -> float:
     "A figure height that fits `rows` bars."
     return float(min(MAX_HEIGHT, max(HEIGHT, 1.2 + ROW_INCHES * rows)))
 
+def _new_figure(height: float = HEIGHT) -> Figure:
+    "A new figure `WIDTH` wide that pyplot keeps no reference to."
+    fig = plt.figure(figsize=(WIDTH, height), layout="constrained")
+    plt.close(fig)  # the caller owns it: pyplot forgets it, and a notebook shows it once, as the cell's value
+    return fig
+
 def _figure(ax: Optional[Axes], height: float = HEIGHT) -> tuple:
     "`(figure, axes)` to draw on: `ax` and its figure, or a new figure pyplot keeps no reference to."
     if ax is not None: return ax.figure, ax
-    fig = plt.figure(figsize=(WIDTH, height), layout="constrained")
-    plt.close(fig)  # the caller owns it: pyplot forgets it, and a notebook shows it once, as the cell's value
+    fig = _new_figure(height)
     return fig, fig.add_subplot()
 
 # %% ../nbs/06_plots.ipynb #bff385b4
@@ -85,9 +90,9 @@ def _y_axis(ax: Axes, ticks, labels, headers, title: str):
     ax.set_ylabel(title)
     ax.tick_params(axis="y", length=0)
 
-def _legend(ax: Axes, title: str, **options):
-    "A legend outside the plot, to the right of `ax`."
-    return ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9,
+def _legend(ax: Axes, title: str, at: tuple = (1.01, 1), loc: str = "upper left", **options):
+    "A legend outside the plot, to the right of `ax`: its corner `loc` at `at` (in axes fractions)."
+    return ax.legend(title=title, loc=loc, bbox_to_anchor=at, frameon=False, fontsize=9,
                      title_fontsize=9, alignment="left", **options)
 
 def _stacked(ax: Axes, y, frame: pd.DataFrame, columns, labels, colours, **style) -> np.ndarray:
@@ -222,8 +227,7 @@ def _share_bars(ax: Axes, y, shares: pd.DataFrame, names, **style) -> np.ndarray
 def endings_by_model(tables: Tables, *, by: str = "model") -> Figure:
     "How attempts ended per model (or `by`): the model's own endings as shares, completion on top; the others apart, hatched."
     counts = endings(tables, by)
-    fig = plt.figure(figsize=(WIDTH, _height(len(counts))), layout="constrained")
-    plt.close(fig)
+    fig = _new_figure(_height(len(counts)))
     own, apart = fig.subplots(1, 2, sharey=True, width_ratios=[3, 1])
     fig.suptitle(f"How attempts ended, per {by}", x=0.01, ha="left", fontsize=12)
     own.set_title("the model's own endings", loc="left", fontsize=10)
@@ -248,11 +252,9 @@ def endings_by_model(tables: Tables, *, by: str = "model") -> Figure:
     apart.set_xlim(0, max(0.25, float(np.ceil(ends.max() * 1.4 * 20) / 20)))  # room for the counts, in steps of 5%
     apart.xaxis.set_major_locator(MaxNLocator(2))
     for ax in (own, apart): ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    first = apart.legend(*own.get_legend_handles_labels(), title="the model's", loc="upper left", bbox_to_anchor=(1.06, 1),
-                         frameon=False, fontsize=9, title_fontsize=9, alignment="left")
-    apart.add_artist(first)
-    apart.legend(title="not the model's", loc="lower left", bbox_to_anchor=(1.06, 0), frameon=False, fontsize=9,
-                 title_fontsize=9, alignment="left")
+    handles, names = own.get_legend_handles_labels()
+    apart.add_artist(_legend(apart, "the model's", (1.06, 1), handles=handles, labels=names))
+    _legend(apart, "not the model's", (1.06, 0), "lower left")
     return fig
 
 # %% ../nbs/06_plots.ipynb #f2567121
