@@ -10,7 +10,7 @@ __all__ = ['BLOCK_BYTES', 'Errors', 'ShardError', 'is_shard_name', 'shard_paths'
 import gc
 import os
 import re
-from itertools import compress, repeat
+from operator import attrgetter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Optional, Union
@@ -18,8 +18,8 @@ from typing import Literal, Optional, Union
 import msgspec
 
 from .record import (
-    AnyRecord, AttemptRecord, BLOCK_KINDS, ENDINGS, LINE_TYPES, MAX_LINE_BYTES, OUTCOMES, OUTCOME_REFUSED_PREFIX,
-    Record, SCHEMA_VERSION, SHARD_PREFIX, SHARD_SUFFIX, TURN_STATUSES, VerifyRecord, line_problem)
+    AnyRecord, BLOCK_KINDS, ENDINGS, LINE_TYPES, MAX_LINE_BYTES, OUTCOMES, OUTCOME_REFUSED_PREFIX,
+    RECORD_TYPES, Record, SCHEMA_VERSION, SHARD_PREFIX, SHARD_SUFFIX, TURN_STATUSES, line_problem)
 
 # %% ../nbs/01_reader.ipynb #1b628888
 class ShardError(ValueError):
@@ -120,7 +120,7 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
     if last in _VOCABULARIES and (what.startswith("Invalid") or "regex" in what):
         noun, allowed = _VOCABULARIES[last]
         return field, f"{_shown(value)} is not {noun} (one of: {', '.join(allowed)})"
-    if "matching regex" in what: return field, f"must not be blank, got {_shown(value)}"
+    if "of length >= 1" in what: return field, f"must not be blank, got {_shown(value)}"
     if bound := re.fullmatch(r"Expected `int` (>=|<=) (-?\d+)", what):
         limit = "at least" if bound[1] == ">=" else "at most"
         return field, f"must be {limit} {bound[2]}, got {_shown(value)}"
@@ -134,11 +134,11 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
 # %% ../nbs/01_reader.ipynb #1b2c1d80
 BLOCK_BYTES = 8 << 20
 _decode = msgspec.json.Decoder(AnyRecord).decode
-_CHECKED = (AttemptRecord, VerifyRecord)
+_PAYLOAD_OF = {record_type: attrgetter(record_type.__struct_config__.tag) for record_type in RECORD_TYPES.values()}
 
 def _problem(record) -> Optional[tuple[str, str]]:
-    "The rule across fields `record` breaks, if it is an attempt or a verify that breaks one."
-    return line_problem(record.payload) if isinstance(record, _CHECKED) else None
+    "The rule the types do not say that `record` breaks, if any (see `line_problem`)."
+    return line_problem(_PAYLOAD_OF[type(record)](record))
 
 def _too_long(size: str) -> str:
     "Why a line of `size` is refused."
@@ -170,8 +170,7 @@ def _read_lines(path: str, lines: list, first: int, records: list, refuse):
     try:
         if max(map(len, lines), default=0) >= MAX_LINE_BYTES: raise ValueError
         decoded = [_decode(line) for line in lines if line]
-        checked = compress(decoded, map(isinstance, decoded, repeat(_CHECKED)))
-        if any(map(_problem, checked)): raise ValueError
+        if any(map(_problem, decoded)): raise ValueError
     except (ValueError, msgspec.DecodeError, RecursionError):
         return _refuse_lines(path, lines, first, records, refuse)
     records += decoded

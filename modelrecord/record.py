@@ -72,7 +72,7 @@ COST_COLOURS = dict(zip(COST_COMPONENTS, TOKEN_COLOURS.values()))
 
 # %% ../nbs/00_record.ipynb #0eb8ccf2
 GO_NON_BLANK = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
-NonBlank = Annotated[str, msgspec.Meta(pattern=GO_NON_BLANK)]  # required: not empty once white space is trimmed
+NonBlank = Annotated[str, msgspec.Meta(min_length=1)]  # required: not empty (nor blank: see `line_problem`)
 GoInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # what fits Go's 64-bit int
 Position = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]  # counts from 1
 Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # counts from 0
@@ -258,8 +258,17 @@ _GO_NON_BLANK = re.compile(GO_NON_BLANK)
 
 def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
+def _required_texts(payload_type, line_type: str) -> tuple:
+    "`(attribute, field)` for each `NonBlank` field of a payload type, the field in its JSON spelling."
+    return tuple((f.name, f"{line_type}.{f.encode_name}") for f in msgspec.structs.fields(payload_type) if f.type == NonBlank)
+
+_REQUIRED_TEXTS = {payload: _required_texts(payload, record.__struct_config__.tag) for payload, record in RECORD_TYPES.items()}
+
 def line_problem(line) -> Optional[tuple[str, str]]:
-    "The first rule across fields that `line` breaks, as `(field, why)`, or None when it keeps them all."
+    "The first rule the types do not say that `line` (one of the six payloads) breaks, as `(field, why)`, or None."
+    for attribute, field in _REQUIRED_TEXTS[type(line)]:
+        text = getattr(line, attribute)
+        if (text.isspace() or not text) and _blank(text): return field, f"must not be blank, got {text!r}"
     if isinstance(line, Attempt):
         if _blank(line.session) and line.ended_by not in (ENDED_SKIPPED, ENDED_HARNESS_ERROR):
             return "attempt.session", f"is blank, but an attempt that ended '{line.ended_by}' ran in a session and must name it"

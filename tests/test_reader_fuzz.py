@@ -86,7 +86,9 @@ text = st.text(max_size=12)
 name = st.text(min_size=1, max_size=12).filter(re.compile(GO_NON_BLANK).search)
 position = st.integers(1, (1 << 63) - 1) | st.integers(1, 5)
 count = st.integers(0, (1 << 63) - 1) | st.integers(0, 5)
-number = st.floats(allow_nan=False, allow_infinity=False) | st.integers(-5, 5).map(float)
+# `+ 0.0` turns -0.0 into 0.0: Go writes a negative zero as `-0`, which msgspec reads back as the
+# integer 0, so its sign does not survive a round trip (a difference documented in 00_record).
+number = st.floats(allow_nan=False, allow_infinity=False).map(lambda x: x + 0.0) | st.integers(-5, 5).map(float)
 strings = st.dictionaries(text, text, max_size=3)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | number | text,
