@@ -12,7 +12,6 @@ import os
 import re
 from operator import attrgetter
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Literal, Optional, Union
 
 import msgspec

@@ -522,7 +522,7 @@ def _conversation(talk: _Talk, case: Case, plan: SessionPlan, ending: str, huge:
 # %% ../nbs/03_sample.ipynb #f29d3be5
 def _close(talk: _Talk, case: Case, plan: SessionPlan, ending: str, moves: list, refused: bool) -> str:
     "Make the turn that ends the conversation with `ending`, and return the attempt's reason."
-    rng, model = talk.rng, talk.model
+    rng = talk.rng
     mutation = next((action for action, _ in case.steps if ACTIONS[action][1]), "")
     if ending == ENDED_COMPLETED:
         answer = _DECLINE if refused else case.answer

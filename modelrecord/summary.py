@@ -8,7 +8,6 @@ __all__ = ['By', 'endings', 'tokens', 'costs', 'retries', 'latency', 'summary', 
 # %% ../nbs/05_summary.ipynb #612bbfdd
 from typing import Sequence, Union
 
-import numpy as np
 import pandas as pd
 
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES

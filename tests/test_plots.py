@@ -1,5 +1,5 @@
 """The plots on every filter an explorer offers: they draw (never raise), agree with the summaries, keep no figure."""
-import itertools, os, subprocess, sys
+import os, subprocess, sys
 
 import matplotlib
 import numpy as np

@@ -21,7 +21,7 @@ from unittest import mock
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from modelrecord import reader
 from modelrecord.reader import ShardError, read_shard

@@ -73,15 +73,15 @@ def test_cap_applies_to_a_last_line_without_newline(tmp_path, monkeypatch, block
 def test_long_blank_line_is_refused_wherever_it_falls(tmp_path, monkeypatch, block):
     "A line over the cap is refused even when it is only white space: the reader cannot know without reading it all."
     monkeypatch.setattr(reader, "BLOCK_BYTES", block)
-    path = write(tmp_path / "modeleval-blank.jsonl", RUN, b" " * (2 * MAX_LINE_BYTES), VERIFY)
+    write(tmp_path / "modeleval-blank.jsonl", RUN, b" " * (2 * MAX_LINE_BYTES), VERIFY)
     _, errors = read_shards(tmp_path, errors="collect")
     assert [(e.line, e.field) for e in errors] == [(2, None)]
 
 
 def test_several_long_lines_each_listed_once(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "BLOCK_BYTES", 1 << 16)
-    path = write(tmp_path / "modeleval-many.jsonl", attempt_of(3 * MAX_LINE_BYTES), RUN, attempt_of(MAX_LINE_BYTES + 5),
-                 attempt_of(MAX_LINE_BYTES + 5), "", VERIFY, attempt_of(MAX_LINE_BYTES - 1), attempt_of(5 << 20), end=b"")
+    write(tmp_path / "modeleval-many.jsonl", attempt_of(3 * MAX_LINE_BYTES), RUN, attempt_of(MAX_LINE_BYTES + 5),
+          attempt_of(MAX_LINE_BYTES + 5), "", VERIFY, attempt_of(MAX_LINE_BYTES - 1), attempt_of(5 << 20), end=b"")
     shards, errors = read_shards(tmp_path, errors="collect")
     assert [r.type for r in shards[0].records] == ["run", "verify", "attempt"]
     assert [e.line for e in errors] == [1, 3, 4, 8]

@@ -6,7 +6,6 @@ import tempfile
 from pathlib import Path
 
 import msgspec
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from modelrecord.reader import read_shards
