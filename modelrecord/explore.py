@@ -34,7 +34,7 @@ from .record import (
     BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL, ENDED_COMPLETED, ENDED_MALFORMED, ENDED_OVER_BUDGET, ENDING_COLOURS,
     ENDINGS, OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_REFUSED_PREFIX, TOKEN_CATEGORIES, TURN_OK)
 from .sample import example_tree
-from .summary import _count, _share, attempt_totals, summary
+from .summary import _count, _share, attempt_totals, summary, usd_text
 from .tables import Tables, combine, shard_tables
 
 # %% ../nbs/07_explore.ipynb #6a6fb509
@@ -127,11 +127,6 @@ def _outcome(outcome: str) -> str:
 def _ms(value) -> str: return "" if pd.isna(value) or not value else f"{value:,.0f} ms"
 def _plural(count: int, noun: str) -> str: return f"{count:,} {noun}{'s' * (count != 1)}"
 
-def _usd(value) -> str:
-    "A cost in dollars, or `unpriced` when it is unknown."
-    if pd.isna(value): return "unpriced"
-    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"
-
 def _pretty(raw) -> str:
     "A raw JSON field as indented JSON text (a JSON string as its text)."
     if not raw: return ""
@@ -202,7 +197,7 @@ def _turn_html(turn, cost: Optional[dict], after: str = "") -> str:
     "One turn line: status, latency, tokens and `cost` (its row of the turns table), its blocks, then `after`."
     usage = " · ".join(f"{getattr(turn.usage, name):,} {name.replace('_', ' ')}" for name in TOKEN_CATEGORIES
                        if getattr(turn.usage, name) or name in ("input", "output"))
-    price = "cost not loaded yet" if cost is None else _usd(cost["cost"])
+    price = "cost not loaded yet" if cost is None else usd_text(cost["cost"])
     head = (f'<b>turn {turn.index}</b>' + (f' try {turn.try_}' if turn.try_ > 1 else '') +
             f' {_status(turn.status)} <span class="mr-meta">{_ms(turn.latency_ms)} · {usage} · {price}</span>')
     detail = f'<div class="mr-meta">{_esc(turn.detail)}</div>' if turn.detail else ""
@@ -224,7 +219,7 @@ def _header_html(tables: Tables, key: int, lines: AttemptLines, costs: pd.DataFr
                        if pd.notna(row[name]))
     reason = f'<div>reason: {_esc(row.reason)}</div>' if pd.notna(row.reason) else ""
     tokens = " · ".join(f"{int(costs[name].sum()):,} {name.replace('_', ' ')}" for name in TOKEN_CATEGORIES)
-    total = _usd(costs.cost.sum(min_count=1))  # no priced turn line: unpriced
+    total = usd_text(costs.cost.sum(min_count=1))  # no priced turn line: unpriced
     return (f'<h3>{_esc(row.attempt)} {_ending(row.ended_by)}</h3><div>{where}</div>{reason}'
             f'<div class="mr-meta">{_plural(len(lines.turns), "turn line")} · {_plural(len(lines.calls), "call")} · {tokens} · {total}'
             f'<br>run {_esc(row.run_id)} · shard {_esc(row.shard)}</div>')
@@ -260,7 +255,7 @@ def _summary_html(tables: Tables) -> str:
                       else f"{int(row.completed)}/0")
         cells = [model, _count(row.attempts), completion, *[_count(row[e]) for e in ENDINGS if e != ENDED_COMPLETED],
                  _count(row.input), _count(row.output), _count(row.cache_read), _share(row.cache_hit_share),
-                 _usd(row.cost), _count(row.unpriced_turns) if row.unpriced_turns else "", _count(row.retries),
+                 usd_text(row.cost), _count(row.unpriced_turns) if row.unpriced_turns else "", _count(row.retries),
                  _ms(row.latency_p50_ms)]
         rows.append("<tr>" + "".join(f'<td{" class=mr-l" if i == 0 else ""}>{_esc(c)}</td>' for i, c in enumerate(cells)) + "</tr>")
     header = "".join(f'<th{" class=mr-l" if i == 0 else ""}>{_esc(h)}</th>' for i, h in enumerate(head))
@@ -305,7 +300,7 @@ def _attempts_html(rows: pd.DataFrame, first: int) -> str:
         cells = []
         for head, name in _ATTEMPT_COLUMNS:
             value = getattr(row, name)
-            text = (_ending(value) if name == "ended_by" else _esc(_usd(value)) if name == "cost"
+            text = (_ending(value) if name == "ended_by" else _esc(usd_text(value)) if name == "cost"
                     else _esc(_count(value)) if head not in _LEFT else _esc("" if pd.isna(value) else value))
             cells.append(f'<td{" class=mr-l" if head in _LEFT else ""}>{text}</td>')
         body.append(f"<tr><td>{number}</td>{''.join(cells)}</tr>")

@@ -31,7 +31,7 @@ from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, NullFormatt
 
 from .record import (
     COST_COLOURS, COST_COMPONENTS, ENDING_COLOURS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_COLOURS)
-from .summary import costs, endings, latency, tokens
+from .summary import costs, endings, latency, tokens, usd_text
 from .tables import COST_COLUMNS, Tables
 
 # %% ../nbs/06_plots.ipynb #a3341785
@@ -135,13 +135,6 @@ def _tokens_text(value, _=None) -> str:
     if abs(value) >= 1e3: return f"{value / 1e3:.3g}k"
     return f"{value:.0f}"
 
-def _usd_text(value, decimals: Optional[int] = None) -> str:
-    "A cost as a note shows it ($0.25, $1,250, under a cent to two figures: $0.0042), or with `decimals` decimals."
-    if decimals is None:
-        size = abs(value)
-        decimals = 0 if size >= 100 else 2 if size >= 0.01 or size == 0 else min(8, 1 - int(np.floor(np.log10(size))))
-    return f"${value:,.{decimals}f}"
-
 def _groups(by: str, split: Optional[str]) -> list:
     "The columns a summary groups by: `by`, then `split` when there is one."
     return [by] if split is None else [by, split]
@@ -161,7 +154,7 @@ class _UsdTicks(Formatter):
     def set_locs(self, locs):
         super().set_locs(locs)
         self.decimals = _tick_decimals(locs)
-    def __call__(self, value, pos=None) -> str: return _usd_text(value, self.decimals)
+    def __call__(self, value, pos=None) -> str: return usd_text(value, self.decimals)
 
 def _usd_axis(axis):
     "Make `axis` a dollar scale: a few ticks at steps of 1, 2 or 5 (never 2.5, which needs a decimal more), labelled by `_UsdTicks`."
@@ -209,8 +202,8 @@ def tokens_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "m
 # %% ../nbs/06_plots.ipynb #7c892643
 def _cost_notes(ends, spend: pd.DataFrame) -> list:
     "What each cost bar says after it: its total, the turn lines it leaves out, or that its cost is unknown."
-    return [UNPRICED if pd.isna(row.cost) else f"{_usd_text(end)} + {row.unpriced_turns} unpriced turn lines"
-            if row.unpriced_turns else _usd_text(end) for end, row in zip(ends, spend.itertuples())]
+    return [UNPRICED if pd.isna(row.cost) else f"{usd_text(end)} + {row.unpriced_turns} unpriced turn lines"
+            if row.unpriced_turns else usd_text(end) for end, row in zip(ends, spend.itertuples())]
 
 def cost_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model", ax: Optional[Axes] = None) -> Figure:
     "Cost per model (or per `by`), stacked by component; an unpriced model gets no bar and says `unpriced`, never $0."
@@ -306,9 +299,9 @@ def _latest_run(tables: Tables, turns: pd.DataFrame):
 
 def _budget_note(spent: float, budget: float) -> str:
     "What the run spent, against its budget when it has one."
-    if pd.isna(budget) or budget <= 0: return f"{_usd_text(spent)} spent, no budget set"
+    if pd.isna(budget) or budget <= 0: return f"{usd_text(spent)} spent, no budget set"
     share = spent / budget
-    return f"{_usd_text(spent)} of a {_usd_text(budget)} budget ({'<1%' if 0 < share < 0.005 else f'{share:.0%}'})"
+    return f"{usd_text(spent)} of a {usd_text(budget)} budget ({'<1%' if 0 < share < 0.005 else f'{share:.0%}'})"
 
 # %% ../nbs/06_plots.ipynb #d28fb395
 def cumulative_cost(tables: Tables, *, run: Optional[str] = None, ax: Optional[Axes] = None) -> Figure:
@@ -332,7 +325,7 @@ def cumulative_cost(tables: Tables, *, run: Optional[str] = None, ax: Optional[A
     near = pd.notna(budget) and 0 < budget <= 4 * total
     if near:
         ax.axhline(budget, color=NOTE_COLOUR, linestyle="--", linewidth=1)
-        ax.annotate(f"budget {_usd_text(budget)}", (1, budget), xycoords=("axes fraction", "data"), xytext=(-4, 3),
+        ax.annotate(f"budget {usd_text(budget)}", (1, budget), xycoords=("axes fraction", "data"), xytext=(-4, 3),
                     textcoords="offset points", ha="right", fontsize=8, color=NOTE_COLOUR, parse_math=False,
                     bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1))
     notes = [_budget_note(total, budget)]

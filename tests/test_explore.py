@@ -12,7 +12,7 @@ from modelrecord.explore import _TRUNCATED as TRUNCATED, ALL, PLOTS, Explorer, L
 from modelrecord.reader import ShardError
 from modelrecord.record import (Attempt, Block, Call, ENDED_MALFORMED, ENDINGS, Run, Turn, TURN_OK, Usage, Verify, encode)
 from modelrecord.sample import example_tree, write_tree
-from modelrecord.summary import attempt_totals
+from modelrecord.summary import attempt_totals, usd_text
 from modelrecord.tables import load
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -195,7 +195,7 @@ def test_sorts_by_cost_highest_first_unpriced_last(fresh, tables):
     totals = attempt_totals(tables)
     ranked = totals.cost.sort_values(ascending=False, na_position="last", kind="stable")
     assert [key for _, key in fresh.attempt.options] == list(ranked.index[:Explorer.PAGE_SIZE])
-    assert f"<td>{explore._usd(ranked.iloc[0])}</td>" in fresh.table.value
+    assert f"<td>{usd_text(ranked.iloc[0])}</td>" in fresh.table.value
     while not fresh.next.disabled: fresh.next.click()
     assert "unpriced" in fresh.table.value
 
@@ -235,7 +235,7 @@ def test_opening_an_attempt_shows_its_turns_blocks_and_calls(fresh, tables):
     assert "<h4>Stimulus</h4>" in page and html.escape(attempt.stimulus) in page
     turns = tables.turns[tables.turns.attempt_key == key]
     assert page.count('class="mr-turn"') == len(turns)
-    for cost in turns.cost: assert explore._usd(cost) in page
+    for cost in turns.cost: assert usd_text(cost) in page
     for tokens in turns.input: assert f"{tokens:,} input" in page
     for call in calls[calls.attempt_key == key].itertuples():
         requested = call.requested_action if isinstance(call.requested_action, str) else "-"

@@ -10,7 +10,7 @@ from matplotlib.legend import Legend
 from modelrecord import plots
 from modelrecord.record import COST_COMPONENTS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
 from modelrecord.sample import example_tree
-from modelrecord.summary import costs, endings, tokens
+from modelrecord.summary import costs, endings, tokens, usd_text
 from modelrecord.tables import load
 
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")  # matplotlib warns (UserWarning) of what it cannot draw
@@ -150,7 +150,7 @@ def test_partly_priced_group(tables):
     fig = drawn(plots.cost_by_model(tables, by="surface"))
     spend = costs(tables, "surface")
     for row in spend.itertuples():
-        assert f"{plots._usd_text(row.cost)} + {row.unpriced_turns} unpriced turn lines" in texts(fig)
+        assert f"{usd_text(row.cost)} + {row.unpriced_turns} unpriced turn lines" in texts(fig)
 
 
 def test_repriced_and_unpriced(tables):
@@ -166,7 +166,7 @@ def test_cumulative_cost_per_run(tables):
         fig = drawn(plots.cumulative_cost(tables, run=run))
         spent = tables.turns.cost[tables.turns.run_id == run].sum()
         assert fig.axes[0].get_title(loc="left") == f"Spend through run {run}"
-        assert any(t.startswith(plots._usd_text(spent) + " of a $40.00 budget") for t in texts(fig))
+        assert any(t.startswith(usd_text(spent) + " of a $40.00 budget") for t in texts(fig))
         top = fig.axes[0].collections[-1].get_paths()[0].vertices[:, 1].max()  # the upper edge of the last area
         assert np.isclose(top, spent)
     latest = tables.runs.sort_values("started_at").run_id.iloc[-1]
