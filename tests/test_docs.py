@@ -104,6 +104,15 @@ def test_readme_is_generated_from_the_index_notebook():
     assert "python tools/build_docs.py" in readme
 
 
+def test_the_index_lists_the_top_level():
+    "The home page names exactly what `import modelrecord` gives (`__all__`, and the two names imported on first use)."
+    import modelrecord
+    prose = "".join(c.source for c in nbformat.read(NBS / "index.ipynb", as_version=4).cells if c.cell_type == "markdown")
+    section = prose[prose.index("## The top level"):]
+    listed = set(re.findall(r"`(?:modelrecord\.)?([A-Za-z_]\w*)`", section)) - {"modelrecord", "__all__"}
+    assert listed - {"sample", "summary", "score"} == set(modelrecord.__all__) | {"load", "Tables"}
+
+
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     command = 'pip install -e ".[dev]" && python -m pytest'
