@@ -20,6 +20,7 @@ from nbdev.process import Processor
 from nbdev.processors import FilterDefaults, FrontmatterProc, insert_warning, clean_show_doc, exec_show_docs, add_links, add_fold
 from nbdev.showdoc import show_doc
 
+_MEMBER = (property, functools.cached_property, classmethod, staticmethod)  # what a class shows besides its functions
 WIDGET_VIEW, WIDGET_STATE = "application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json"
 
 
@@ -27,17 +28,27 @@ class NotebookError(Exception):
     "A notebook that cannot be published: which one, which cell and why."
 
 
+def _members(module: str, names: list) -> list:
+    "`module.Class.member` for the public methods and properties of the classes `module` defines (however they were attached)."
+    mod = importlib.import_module(module)
+    return [f"{module}.{n}.{m}" for n in names if inspect.isclass(c := getattr(mod, n, None)) and c.__module__ == module
+            for m, v in vars(c).items() if not m.startswith("_") and (inspect.isfunction(v) or isinstance(v, _MEMBER))]
+
+
 class SphinxLookup(NbdevLookup):
-    "nbdev's lookup of a name in backticks over the public names of the package (its `_modidx` and modules' `__all__`), as a Sphinx link."
-    def __init__(self):
+    """nbdev's lookup of a name in backticks over the package's public names (its `_modidx` and modules' `__all__`), as a
+    Sphinx link; on the page of `module` its own names come first, and its methods answer to their short names too."""
+    def __init__(self, module: str = ""):
         lib, self.aliases, self.syms = get_config().lib_name, {}, {}
-        for mod, syms in importlib.import_module(f"{lib}._modidx").d["syms"].items():
+        index = importlib.import_module(f"{lib}._modidx").d["syms"]
+        for mod in sorted(index, key=lambda m: m != module):
             tree = ast.parse((get_config().lib_path.parent / f"{mod.replace('.', '/')}.py").read_text(encoding="utf-8"))
             names = next((ast.literal_eval(n.value) for n in tree.body if getattr(getattr(n, "targets", [None])[0], "id", "") == "__all__"), [])
-            for full in list(syms) + [f"{mod}.{n}" for n in names]:
+            for full in list(index[mod]) + [f"{mod}.{n}" for n in names] + (_members(mod, names) if mod == module else []):
                 short = full[len(mod) + 1:]
                 if not any(part.startswith("_") for part in short.split(".")):
-                    for key in (short, full[len(lib) + 1:], full): self.syms.setdefault(key, full)
+                    for key in (short, full[len(lib) + 1:], full) + ((short.split(".")[-1],) if mod == module else ()):
+                        self.syms.setdefault(key, full)
 
     def _link_sym(self, m):
         full, before = self[m[1]], m.string[max(m.start() - 1, 0):m.start()]
@@ -80,7 +91,6 @@ def class_fields(cls) -> list:
 
 def _fence(text: str) -> str: return "`" * max([3] + [len(run) + 1 for run in re.findall(r"`{3,}", text)])
 def _cell(text: str) -> str: return text.replace("|", "\\|").replace("\n", " ")
-_MEMBER = (property, functools.cached_property, classmethod, staticmethod)
 
 
 class MystRenderer(ShowDocRenderer):
@@ -122,14 +132,18 @@ def _show_doc_calls(cell) -> list:
 
 
 def _module(nb) -> str:
-    found = (re.search(r"^\s*#\|\s*default_exp\s+(\S+)", c.source, re.M) for c in nb.cells if c.cell_type == "code")
-    return next((f"{get_config().lib_name}.{m[1]}" for m in found if m), "")
+    "The module the notebook exports to (`#| default_exp`), remembered before nbdev's `rm_export` drops that cell."
+    if "module_" not in nb:
+        found = (re.search(r"^\s*#\|\s*default_exp\s+(\S+)", c.source, re.M) for c in nb.cells if c.cell_type == "code")
+        nb["module_"] = next((f"{get_config().lib_name}.{m[1]}" for m in found if m), "")
+    return nb["module_"]
 
 
 class render_show_docs(Processor):
     "Each `show_doc` cell as the MyST entries of the live objects it names, indexed on the page of their module (nbdev executes these cells)."
     def begin(self):
-        self.module, self.lookup, self.indexed = _module(self.nb), SphinxLookup(), set()
+        self.module, self.indexed = _module(self.nb), set()
+        self.lookup = SphinxLookup(self.module)
         self.ns = dict(vars(importlib.import_module(self.module))) if self.module else {}
         self.shown = {ast.unparse(c.args[0]) for cell in self.nb.cells for c in _show_doc_calls(cell) or []}
 
@@ -171,7 +185,7 @@ class export_constants(Processor):
 
 class add_sphinx_links(Processor):
     "Names in backticks in the prose linked to their entries (nbdev's `add_links`, for Sphinx)."
-    def begin(self): self.link = SphinxLookup().linkify
+    def begin(self): self.link = SphinxLookup(_module(self.nb)).linkify
     def cell(self, cell):
         if cell.cell_type == "markdown" and not cell.source.startswith("```{py:"): cell.source = self.link(cell.source)
 
