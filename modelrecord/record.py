@@ -10,11 +10,11 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'OUTCOME_PREVIEW', 'OUTCOMES', 'OUTCOME_REFUSED_PREFIX', 'TURN_OK', 'TURN_RATE_LIMITED', 'TURN_SERVER_ERROR',
            'TURN_REQUEST_ERROR', 'TURN_TRANSPORT_ERROR', 'TURN_STATUSES', 'BLOCK_TEXT', 'BLOCK_THINKING',
            'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'ENDING_COLOURS',
-           'TOKEN_COLOURS', 'COST_COLOURS', 'GO_NON_BLANK', 'NonBlank', 'GoInt', 'Position', 'Count', 'Timestamp',
-           'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session',
-           'Attempt', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
-           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'go_escape',
-           'go_string', 'cap_text', 'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
+           'TOKEN_COLOURS', 'COST_COLOURS', 'NonBlank', 'GoInt', 'Position', 'Count', 'Timestamp', 'Outcome',
+           'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session', 'Attempt',
+           'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord', 'AttemptRecord',
+           'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text', 'refused_outcome',
+           'EncodeError', 'go_float', 'go_time', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -71,14 +71,14 @@ TOKEN_COLOURS = {"input": "#1565c0", "output": "#e65100", "cache_created": "#6a1
 COST_COLOURS = dict(zip(COST_COMPONENTS, TOKEN_COLOURS.values()))
 
 # %% ../nbs/00_record.ipynb #0eb8ccf2
-GO_NON_BLANK = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
+_GO_KEEPS = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
 NonBlank = Annotated[str, msgspec.Meta(min_length=1)]  # required: not empty (nor blank: see `line_problem`)
 GoInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # what fits Go's 64-bit int
 Position = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]  # counts from 1
 Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # counts from 0
 Timestamp = Annotated[dt.datetime, msgspec.Meta(tz=True)]  # RFC 3339 with a zone
 Outcome = Annotated[str, msgspec.Meta(pattern=(
-    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + GO_NON_BLANK))]
+    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + _GO_KEEPS))]
 GO_ZERO_TIME = dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)  # what Go writes for a time never set
 
 # %% ../nbs/00_record.ipynb #b38ee389
@@ -254,7 +254,7 @@ RECORD_TYPES = {Run: RunRecord, Session: SessionRecord, Attempt: AttemptRecord, 
 AnyRecord = RunRecord | SessionRecord | AttemptRecord | TurnRecord | CallRecord | VerifyRecord
 
 # %% ../nbs/00_record.ipynb #a5d54169
-_GO_NON_BLANK = re.compile(GO_NON_BLANK)
+_GO_NON_BLANK = re.compile(_GO_KEEPS)
 
 def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
@@ -286,13 +286,13 @@ def cap_result(raw: msgspec.Raw | bytes) -> tuple[msgspec.Raw, bool]:
     data = bytes(raw)
     if len(data) <= MAX_RESULT_BYTES:
         return (raw if isinstance(raw, msgspec.Raw) else msgspec.Raw(data)), False
-    return msgspec.Raw(go_string(data[:MAX_RESULT_BYTES])), True
+    return msgspec.Raw(_go_string(data[:MAX_RESULT_BYTES])), True
 
 # %% ../nbs/00_record.ipynb #8426d7cd
 _GO_ESCAPES = [(b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
                ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029")]
 
-def go_escape(data: bytes) -> bytes:
+def _go_escape(data: bytes) -> bytes:
     "`data` with the characters Go escapes for safe embedding in HTML escaped as it does."
     for char, escaped in _GO_ESCAPES:
         if char in data: data = data.replace(char, escaped)
@@ -300,13 +300,13 @@ def go_escape(data: bytes) -> bytes:
 
 _string_encoder = msgspec.json.Encoder()
 
-def go_string(data: bytes) -> bytes:
+def _go_string(data: bytes) -> bytes:
     "The JSON string Go's encoding/json writes for the bytes `data`, invalid UTF-8 included."
     pieces, start = [], 0
     while True:
         try:
             pieces.append(_string_encoder.encode(data[start:].decode())[1:-1])
-            return go_escape(b'"' + b"".join(pieces) + b'"')
+            return _go_escape(b'"' + b"".join(pieces) + b'"')
         except UnicodeDecodeError as bad:
             valid_end = start + bad.start
             pieces += [_string_encoder.encode(data[start:valid_end].decode())[1:-1], b"\\ufffd"]
@@ -403,4 +403,4 @@ def encode(line) -> bytes:
     payload = _go_item(line_type, record.payload)
     try: data = _line_encoder.encode({"schema": record.schema, "type": line_type, line_type: payload})
     except (ValueError, TypeError) as bad: raise EncodeError(line_type, f"cannot be encoded: {bad}") from None
-    return go_escape(data)
+    return _go_escape(data)
