@@ -9,7 +9,7 @@ place in the search index, with its parameters' `fastcore.docments`. `SphinxLook
 what nbdev lacks: a widget's saved state as static outputs, nothing loaded from another host, a saved
 error refused. Cells are not executed: a page shows the saved outputs.
 """
-import ast, copy, functools, importlib, inspect, io, json, pydoc, re, textwrap, tokenize
+import ast, copy, functools, html, importlib, inspect, io, json, pydoc, re, textwrap, tokenize
 
 import nbformat
 from execnb.nbio import dict2nb, mk_cell, nb2dict
@@ -17,7 +17,8 @@ from fastcore.docments import ShowDocRenderer, docments
 from nbdev.config import get_config
 from nbdev.doclinks import NbdevLookup
 from nbdev.process import Processor
-from nbdev.processors import FilterDefaults, FrontmatterProc, insert_warning, clean_show_doc, exec_show_docs, add_links, add_fold
+from nbdev.processors import (FilterDefaults, FrontmatterProc, add_fold, add_links, clean_show_doc, exec_show_docs,
+                              insert_warning)
 from nbdev.showdoc import show_doc
 
 _MEMBER = (property, functools.cached_property, classmethod, staticmethod)  # what a class shows besides its functions
@@ -28,27 +29,25 @@ class NotebookError(Exception):
     "A notebook that cannot be published: which one, which cell and why."
 
 
-def _members(module: str, names: list) -> list:
-    "`module.Class.member` for the public methods and properties of the classes `module` defines (however they were attached)."
+def _public(module: str) -> list:
+    "`module.name` for each name of the module's `__all__`, and `module.Class.member` for the public methods and"
+    " properties of the classes it defines, however they were attached."
     mod = importlib.import_module(module)
-    return [f"{module}.{n}.{m}" for n in names if inspect.isclass(c := getattr(mod, n, None)) and c.__module__ == module
-            for m, v in vars(c).items() if not m.startswith("_") and (inspect.isfunction(v) or isinstance(v, _MEMBER))]
+    return [f"{module}.{n}" for n in mod.__all__] + [
+        f"{module}.{n}.{m}" for n in mod.__all__ if inspect.isclass(c := getattr(mod, n)) and c.__module__ == module
+        for m, v in vars(c).items() if not m.startswith("_") and (inspect.isfunction(v) or isinstance(v, _MEMBER))]
 
 
 class SphinxLookup(NbdevLookup):
-    """nbdev's lookup of a name in backticks over the package's public names (its `_modidx` and modules' `__all__`), as a
-    Sphinx link; on the page of `module` its own names come first, and its methods answer to their short names too."""
+    """nbdev's lookup of a name in backticks over the package's public names, as a Sphinx link. On the page of
+    `module` its own names come first, and its classes' members answer to their short names too."""
     def __init__(self, module: str = ""):
         lib, self.aliases, self.syms = get_config().lib_name, {}, {}
-        index = importlib.import_module(f"{lib}._modidx").d["syms"]
-        for mod in sorted(index, key=lambda m: m != module):
-            tree = ast.parse((get_config().lib_path.parent / f"{mod.replace('.', '/')}.py").read_text(encoding="utf-8"))
-            names = next((ast.literal_eval(n.value) for n in tree.body if getattr(getattr(n, "targets", [None])[0], "id", "") == "__all__"), [])
-            for full in list(index[mod]) + [f"{mod}.{n}" for n in names] + (_members(mod, names) if mod == module else []):
+        for mod in sorted(importlib.import_module(f"{lib}._modidx").d["syms"], key=lambda m: m != module):
+            for full in _public(mod):
                 short = full[len(mod) + 1:]
-                if not any(part.startswith("_") for part in short.split(".")):
-                    for key in (short, full[len(lib) + 1:], full) + ((short.split(".")[-1],) if mod == module else ()):
-                        self.syms.setdefault(key, full)
+                for key in (short, full[len(lib) + 1:], full) + ((short.split(".")[-1],) if mod == module else ()):
+                    self.syms.setdefault(key, full)
 
     def _link_sym(self, m):
         full, before = self[m[1]], m.string[max(m.start() - 1, 0):m.start()]
@@ -62,30 +61,29 @@ class _Text(str):
     __repr__ = str.__str__  # written as it is in a signature, without quotes
 
 
-def _short(annotation) -> str:
-    "An annotation as a reader writes it: `list[Shard]`, not `list[modelrecord.reader.Shard]`."
-    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)  # a forward reference, unquoted
-    return re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", text)
-
-
 def _signature(sym, method: bool) -> str:
+    "The live signature, annotations as a reader writes them: `list[Shard]`, not `list[modelrecord.reader.Shard]`."
     try: sig = inspect.signature(sym)
     except (TypeError, ValueError): return ""
-    params = [p.replace(annotation=p.empty if p.annotation is p.empty else _Text(_short(p.annotation)),
-                        default=p.default if p.default is p.empty else _Text(getattr(p.default, "__name__", None) or repr(p.default)))
+    def short(a):
+        if a is sig.empty: return a
+        text = a if isinstance(a, str) else inspect.formatannotation(a)  # a str: a forward reference, shown unquoted
+        return _Text(re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", text))
+    shown = lambda d: d if d is sig.empty else _Text(getattr(d, "__name__", None) or repr(d))  # a function by its name
+    params = [p.replace(annotation=short(p.annotation), default=shown(p.default))
               for p in list(sig.parameters.values())[method and next(iter(sig.parameters), "") in ("self", "cls"):]]
-    ret = sig.return_annotation
-    return str(sig.replace(parameters=params, return_annotation=ret if ret is sig.empty else _Text(_short(ret))))
+    return str(sig.replace(parameters=params, return_annotation=short(sig.return_annotation)))
 
 
 def class_fields(cls) -> list:
-    "`(name, annotation, default, comment)` as written, for the annotated fields of the body of `cls` (a msgspec `Struct`'s)."
+    "`(name, annotation, default, comment)` as written, for the annotated fields in the body of `cls` (a `Struct`'s)."
     try: src = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError): return []
     comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(io.StringIO(src).readline)
                 if t.type == tokenize.COMMENT}
     seg = lambda node: " ".join((ast.get_source_segment(src, node) or "").split()) if node else ""
-    return [(n.target.id, seg(n.annotation), seg(n.value), comments.get(n.end_lineno, "")) for n in ast.parse(src).body[0].body
+    return [(n.target.id, seg(n.annotation), seg(n.value), comments.get(n.end_lineno, ""))
+            for n in ast.parse(src).body[0].body
             if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and not n.target.id.startswith("_")]
 
 
@@ -110,7 +108,8 @@ class MystRenderer(ShowDocRenderer):
         init = not cls or "__init__" in vars(sym)  # a Struct's fields are its parameters: shown as a table instead
         sig = _signature(sym, kind == "py:method") if init and kind != "py:property" else ""
         body = [self.link(self.docs) if sym.__doc__ else ""]
-        body += ["\n".join(f":param {k}: {self.link(v)}" for k, v in docments(sym).items() if v and k != "return")] * init
+        params = [f":param {k}: {self.link(v)}" for k, v in docments(sym).items() if v and k != "return"] * init
+        body.append("\n".join(params))
         fields = class_fields(sym) if cls else []
         if fields:
             body.append("\n".join(["| field | type | default | |", "|---|---|---|---|"] + [
@@ -140,7 +139,8 @@ def _module(nb) -> str:
 
 
 class render_show_docs(Processor):
-    "Each `show_doc` cell as the MyST entries of the live objects it names, indexed on the page of their module (nbdev executes these cells)."
+    "Each `show_doc` cell as MyST entries of the live objects it names (where nbdev would execute it), indexed on the"
+    " page of their module."
     def begin(self):
         self.module, self.indexed = _module(self.nb), set()
         self.lookup = SphinxLookup(self.module)
@@ -168,19 +168,22 @@ class render_show_docs(Processor):
 
 
 class export_constants(Processor):
-    "The public assignments of each export cell (nbdev drops the cell from the page) shown, with a `py:data` anchor for each name."
+    "The public assignments of each export cell (which nbdev drops from the page), with a `py:data` anchor each."
     def begin(self):
         for cell in reversed([c for c in self.nb.cells if c.cell_type == "code" and "export" in c.directives_]):
             module, lines, anchors, code = _module(self.nb), cell.source.splitlines(), [], []
             if cell.directives_["export"]: module = f"{get_config().lib_name}.{cell.directives_['export'][0]}"
             for node in cell.parsed_() or []:
-                targets = [t for n in getattr(node, "targets", [getattr(node, "target", None)]) for t in getattr(n, "elts", [n])]
+                targets = getattr(node, "targets", [getattr(node, "target", None)])
+                targets = [t for n in targets for t in getattr(n, "elts", [n])]
                 names = [t.id for t in targets if isinstance(t, ast.Name) and not t.id.startswith("_")]
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and names:
                     anchors += [f"```{{py:data}} {n}\n:module: {module}\n:no-typesetting:\n```" for n in names]
                     code += lines[node.lineno - 1:node.end_lineno]
             fence = _fence(cell.source)
-            if code: self.nb.cells.insert(cell.idx_ + 1, mk_cell("\n".join(anchors + [fence + "python"] + code + [fence]), "markdown"))
+            if code:
+                source = "\n".join(anchors + [fence + "python"] + code + [fence])
+                self.nb.cells.insert(cell.idx_ + 1, mk_cell(source, "markdown"))
 
 
 class add_sphinx_links(Processor):
@@ -198,22 +201,28 @@ def _widget_outputs(model_id: str, state: dict, seen: set) -> list:
     if name == "OutputModel": return copy.deepcopy(st.get("outputs", []))
     children = [c[len("IPY_MODEL_"):] for c in st.get("children", []) if str(c).startswith("IPY_MODEL_")]
     if children: return [o for c in children for o in _widget_outputs(c, state, seen)]
-    if name in ("HTMLModel", "HTMLMathModel") and st.get("value"): return [nbformat.v4.new_output("display_data", {"text/html": st["value"]})]
+    if name in ("HTMLModel", "HTMLMathModel") and st.get("value"): return [_html(st["value"])]
     labels, index, value = st.get("_options_labels"), st.get("index"), st.get("value")
     if labels is not None and index is not None:  # a choice among options: its state holds the chosen index
-        value = ", ".join(str(labels[i]) for i in (index if isinstance(index, list) else [index]) if 0 <= i < len(labels))
+        chosen = index if isinstance(index, list) else [index]
+        value = ", ".join(str(labels[i]) for i in chosen if 0 <= i < len(labels))
     if value in ("", None) or "Progress" in name or isinstance(value, (dict, list)): return []
-    esc = lambda s: str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    html = f'<p class="widget-control"><span>{esc(st.get("description") or name.replace("Model", ""))}</span> <code>{esc(value)}</code></p>'
-    return [nbformat.v4.new_output("display_data", {"text/html": html})]
+    label = html.escape(str(st.get("description") or name.replace("Model", "")))
+    return [_html(f'<p class="widget-control"><span>{label}</span> <code>{html.escape(str(value))}</code></p>')]
 
 
-WIDGET_NOTE = '<p class="widget-note">An interactive widget, shown as it was saved: run the notebook in Jupyter to use it.</p>'
-_EXTERNAL = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//[^>]*>\s*</script>|<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//[^>]*>""", re.I)
+def _html(text: str): return nbformat.v4.new_output("display_data", {"text/html": text})
+
+
+WIDGET_NOTE = ('<p class="widget-note">An interactive widget, shown as it was saved: '
+               'run the notebook in Jupyter to use it.</p>')
+_EXTERNAL = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//[^>]*>\s*</script>|"""
+                       r"""<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//[^>]*>""", re.I)
 
 
 class static_outputs(Processor):
-    "A saved error refused; a widget view replaced by what its saved state shows; JavaScript, and scripts or styles from another host, dropped."
+    "A saved error refused; a widget view replaced by what its saved state shows; JavaScript, and scripts or styles"
+    " from another host, dropped."
     def begin(self): self.state = ((self.nb.metadata.get("widgets") or {}).get(WIDGET_STATE) or {}).get("state", {})
     def end(self): self.nb.metadata.pop("widgets", None)
 
@@ -222,13 +231,13 @@ class static_outputs(Processor):
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             if out.get("output_type") == "error" and "raises-exception" not in cell.metadata.get("tags", []):
-                raise NotebookError(f"cell {cell.idx_} saved an error ({out.get('ename')}: {out.get('evalue')}): the notebook must "
-                                    f"execute cleanly\n{cell.source}")
+                raise NotebookError(f"cell {cell.idx_} saved an error ({out.get('ename')}: {out.get('evalue')}): "
+                                    f"the notebook must execute cleanly\n{cell.source}")
             if WIDGET_VIEW in data:
                 shown = _widget_outputs(data[WIDGET_VIEW].get("model_id", ""), self.state, set())
                 text = "" if shown else "".join(data.get("text/plain", ""))
                 outputs += shown + [nbformat.v4.new_output("display_data", {"text/plain": text})] * bool(text)
-                outputs.append(nbformat.v4.new_output("display_data", {"text/html": WIDGET_NOTE})); continue
+                outputs.append(_html(WIDGET_NOTE)); continue
             data.pop("application/javascript", None)
             if "text/html" in data: data["text/html"] = _EXTERNAL.sub("", "".join(data["text/html"]))
             outputs.append(out)
@@ -242,15 +251,17 @@ class SphinxDefaults(FilterDefaults):
     def base_procs(self):
         procs = [p for p in super().base_procs() if p not in self.quarto_only]
         at = procs.index(exec_show_docs)
-        return procs[:at] + [export_constants, render_show_docs] + procs[at + 1:] + [add_sphinx_links, static_outputs]
+        procs[at:at + 1] = [export_constants, render_show_docs]
+        return [static_outputs] + procs + [add_sphinx_links]
 
 
 def process(nb, name: str = "notebook") -> nbformat.NotebookNode:
-    "A copy of `nb` (an `nbformat` notebook) made ready for MyST-NB by `SphinxDefaults`; `NotebookError` when it cannot be published."
+    "A copy of the `nbformat` notebook `nb` ready for MyST-NB, made by `SphinxDefaults` (or `NotebookError`)."
     processed = dict2nb(copy.deepcopy(dict(nb)))
     try: SphinxDefaults()(processed)
     except NotebookError as e: raise NotebookError(f"{name}: {e}") from None
     keep = ("id", "cell_type", "source", "metadata", "outputs", "execution_count")
-    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}, "language_info": {"name": "python"}}
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"}}
     cells = [{k: v for k, v in c.items() if k in keep} for c in nb2dict(processed)["cells"]]
     return nbformat.reads(json.dumps({**nb2dict(processed), "cells": cells, "metadata": meta}), as_version=4)
