@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['TURN_CAP', 'RETRIEVED_ON', 'MODELS', 'SURFACES', 'MODES', 'SESSION_PLANS', 'ACTIONS', 'CASE_TEMPLATES', 'TIERS',
            'HUGE', 'EDITIONS', 'EXAMPLE_SETTINGS', 'Model', 'SessionPlan', 'shard_sessions', 'Case', 'case', 'Move',
-           'generate', 'write_tree', 'example_tree']
+           'generate', 'write_tree', 'tree_bytes', 'example_tree']
 
 # %% ../nbs/03_sample.ipynb #6d0ab00c
 import datetime as dt
@@ -739,6 +739,12 @@ def write_tree(path,  # the directory to write the tree into, created if needed
             share = attempts // shards + (g < attempts % shards)
             _write_shard(_Shard(seed, target, k, shards_per_target, huge, repeat), directory, share, (target_bytes or 0) // shards)
     return path
+
+# %% ../nbs/03_sample.ipynb #e55f1d46
+def tree_bytes(tree) -> dict:
+    "Every shard of `tree` by its path relative to the tree, to compare two trees byte for byte."
+    shards = sorted(Path(tree).rglob(f"{SHARD_PREFIX}*{SHARD_SUFFIX}"))
+    return {p.relative_to(tree).as_posix(): p.read_bytes() for p in shards}
 
 # %% ../nbs/03_sample.ipynb #24ce183d
 EXAMPLE_SETTINGS = dict(seed=63, attempts=384, huge=0.02)  # how the bundled example tree was written
