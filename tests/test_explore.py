@@ -7,13 +7,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from modelrecord import explore
-from modelrecord.explore import _TRUNCATED as TRUNCATED, ALL, PLOTS, Explorer, LiveTree, conversation_html
+from modelrecord import live, serve
+from modelrecord.explore import ALL, PLOTS, Explorer
+from modelrecord.formatting import usd_decimals, usd_text
+from modelrecord.live import LiveTree
 from modelrecord.reader import ShardError
 from modelrecord.record import (Attempt, Block, Call, ENDED_MALFORMED, ENDINGS, Run, Turn, TURN_OK, Usage, Verify, encode)
 from modelrecord.sample import example_tree, write_tree
-from modelrecord.summary import attempt_totals, usd_text
+from modelrecord.summary import attempt_totals
 from modelrecord.tables import load
+from modelrecord.transcript import TRUNCATED_BADGE as TRUNCATED, conversation_html
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -34,8 +37,7 @@ def fresh(explorer):
     "The shared explorer, with every filter cleared, page and sort reset, before and after the test."
     def reset():
         explorer.clear()
-        explorer.sort.value = ""
-        explorer._page(0)
+        explorer.sort.value = ""  # clearing shows the first page
     reset()
     yield explorer
     reset()
@@ -195,7 +197,7 @@ def test_sorts_by_cost_highest_first_unpriced_last(fresh, tables):
     totals = attempt_totals(tables)
     ranked = totals.cost.sort_values(ascending=False, na_position="last", kind="stable")
     assert [key for _, key in fresh.attempt.options] == list(ranked.index[:Explorer.PAGE_SIZE])
-    assert f"<td>{usd_text(ranked.iloc[0])}</td>" in fresh.table.value
+    assert f"<td>{usd_text(ranked.iloc[0], usd_decimals(totals.cost))}</td>" in fresh.table.value  # one format per column
     while not fresh.next.disabled: fresh.next.click()
     assert "unpriced" in fresh.table.value
 
@@ -238,10 +240,14 @@ def test_opening_an_attempt_shows_its_turns_blocks_and_calls(fresh, tables):
     for cost in turns.cost: assert usd_text(cost) in page
     for tokens in turns.input: assert f"{tokens:,} input" in page
     for call in calls[calls.attempt_key == key].itertuples():
-        requested = call.requested_action if isinstance(call.requested_action, str) else "-"
-        dispatched = call.dispatched_action if isinstance(call.dispatched_action, str) else "nothing"
-        assert f"<b>call {call.call}</b>" in page and f"requested <code>{html.escape(requested)}</code>" in page
-        assert f"dispatched <code>{html.escape(dispatched)}" in page
+        requested = call.requested_action if isinstance(call.requested_action, str) else None
+        dispatched = call.dispatched_action if isinstance(call.dispatched_action, str) else None
+        assert f"<b>call {call.call}</b>" in page
+        if requested is None and dispatched is None: assert "no action requested or dispatched" in page  # a lookup
+        else:
+            assert (f"requested <code>{html.escape(requested)}</code>" if requested else "no action requested") in page
+            assert f"dispatched <code>{html.escape(dispatched or 'nothing')}" in page
+    assert "requested <code>-</code>" not in page and " 1 API requests" not in page
     blocks = tables.blocks[(tables.blocks.attempt_key == key) & (tables.blocks.kind == "tool_call")]
     for arguments in blocks.arguments.dropna():
         assert html.escape(json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)) in page
@@ -336,8 +342,8 @@ def test_refresh_reads_only_new_and_changed_shards(growing, monkeypatch):
     shutil.copy(third, growing / "ee" / "modeleval-new.jsonl")
     second.unlink()
     read = []
-    real = explore.shard_tables
-    monkeypatch.setattr(explore, "shard_tables", lambda path, *a, **k: read.append(Path(path)) or real(path, *a, **k))
+    real = live.shard_tables
+    monkeypatch.setattr(live, "shard_tables", lambda path, *a, **k: read.append(Path(path)) or real(path, *a, **k))
     explorer.refresh_button.click()
     assert sorted(read) == sorted([first, growing / "ee" / "modeleval-new.jsonl"])
     changes = explorer.tree.changes
@@ -394,7 +400,7 @@ def test_a_busy_port_is_refused_before_anything_starts(capsys):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        assert explore.serve(example_tree(), port=taken.getsockname()[1]) == 1
+        assert serve.serve(example_tree(), port=taken.getsockname()[1]) == 1
     assert "is in use" in capsys.readouterr().err
 
 
@@ -420,3 +426,15 @@ def test_live_tree_of_one_shard_file(growing):
     assert live.changes["new"] == [shard.name] and set(tables.attempts.shard) == {shard.name}
     live.read()
     assert live.changes == {"new": [], "changed": [], "removed": [], "unchanged": 1}
+
+
+def test_a_lookup_call_and_one_request_read_as_what_they_are(tables):
+    "A call that names no action reads as such (not 'requested - · dispatched nothing'); one request is one 'API request'."
+    calls = tables.calls
+    lookup = calls[calls.requested_action.isna() & calls.dispatched_action.isna()].iloc[0]
+    page = conversation_html(tables, int(lookup.attempt_key))
+    assert "no action requested or dispatched" in page and "requested <code>-</code>" not in page
+    single = calls[calls.requests == 1].iloc[0]
+    page = conversation_html(tables, int(single.attempt_key))
+    assert "1 API request<" in page or "1 API request " in page
+    assert "· 1 API requests" not in page
