@@ -7,16 +7,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from modelrecord import live, serve
+from modelrecord import live
 from modelrecord.explore import ALL, PLOTS, Explorer
 from modelrecord.formatting import usd_decimals, usd_text
-from modelrecord.live import LiveTree
 from modelrecord.reader import ShardError
 from modelrecord.record import (Attempt, Block, Call, ENDED_MALFORMED, ENDINGS, Run, Turn, TURN_OK, Usage, Verify, encode)
 from modelrecord.sample import example_tree, write_tree
 from modelrecord.summary import attempt_totals
 from modelrecord.tables import load
-from modelrecord.transcript import TRUNCATED_BADGE as TRUNCATED, conversation_html
+from modelrecord.transcript import TRUNCATED_BADGE as TRUNCATED
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -291,16 +290,6 @@ def test_an_attempt_filtered_out_is_closed(fresh, tables):
     assert fresh.opened is None and "Choose an attempt" in fresh.conversation.value
 
 
-def test_ids_that_repeat_across_shards_open_their_own_shard(tables):
-    name = tables.attempts.attempt.value_counts().index[0]
-    keys = tables.attempts.index[tables.attempts.attempt == name]
-    assert len(keys) > 1
-    for key in keys:
-        page = conversation_html(tables, key)
-        assert f"shard {html.escape(str(tables.attempts.shard[key]))}" in page
-        assert page.count('class="mr-turn"') == int((tables.turns.attempt_key == key).sum())
-
-
 def test_what_a_shard_says_is_escaped(tmp_path):
     sneaky = "<script>alert(1)</script>"
     write(tmp_path / "modeleval-x.jsonl", [
@@ -395,15 +384,6 @@ def test_the_open_attempt_stays_open_across_a_refresh_and_shows_its_new_lines(gr
     assert explorer.opened is None and "Choose an attempt" in explorer.conversation.value
 
 
-def test_a_busy_port_is_refused_before_anything_starts(capsys):
-    import socket
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        assert serve.serve(example_tree(), port=taken.getsockname()[1]) == 1
-    assert "is in use" in capsys.readouterr().err
-
-
 def test_close_closes_every_widget():
     explorer = Explorer(load=False)
     some = [explorer.widget, explorer.endings, explorer.plots["cost_by_model"], explorer.conversation]
@@ -417,24 +397,3 @@ def test_refresh_with_another_path_loads_it(growing):
     explorer.path.value = str(example_tree())
     explorer.refresh()
     assert explorer.tree.path == example_tree() and "Read 4 shards" in explorer.status.value
-
-
-def test_live_tree_of_one_shard_file(growing):
-    shard = shard_list(growing)[0]
-    live = LiveTree(shard)
-    tables = live.read()
-    assert live.changes["new"] == [shard.name] and set(tables.attempts.shard) == {shard.name}
-    live.read()
-    assert live.changes == {"new": [], "changed": [], "removed": [], "unchanged": 1}
-
-
-def test_a_lookup_call_and_one_request_read_as_what_they_are(tables):
-    "A call that names no action reads as such (not 'requested - · dispatched nothing'); one request is one 'API request'."
-    calls = tables.calls
-    lookup = calls[calls.requested_action.isna() & calls.dispatched_action.isna()].iloc[0]
-    page = conversation_html(tables, int(lookup.attempt_key))
-    assert "no action requested or dispatched" in page and "requested <code>-</code>" not in page
-    single = calls[calls.requests == 1].iloc[0]
-    page = conversation_html(tables, int(single.attempt_key))
-    assert "1 API request<" in page or "1 API request " in page
-    assert "· 1 API requests" not in page
