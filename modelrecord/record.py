@@ -9,12 +9,11 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'ENDINGS', 'OUTCOME_OK', 'OUTCOME_TOOL_ERROR', 'OUTCOME_PROTOCOL_ERROR', 'OUTCOME_TRANSPORT_ERROR',
            'OUTCOME_PREVIEW', 'OUTCOMES', 'OUTCOME_REFUSED_PREFIX', 'TURN_OK', 'TURN_RATE_LIMITED', 'TURN_SERVER_ERROR',
            'TURN_REQUEST_ERROR', 'TURN_TRANSPORT_ERROR', 'TURN_STATUSES', 'BLOCK_TEXT', 'BLOCK_THINKING',
-           'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'ENDING_COLOURS',
-           'TOKEN_COLOURS', 'COST_COLOURS', 'NonBlank', 'GoInt', 'Position', 'Count', 'Timestamp', 'Outcome',
-           'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session', 'Attempt',
-           'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord', 'AttemptRecord',
-           'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text', 'refused_outcome',
-           'EncodeError', 'go_float', 'go_time', 'encode']
+           'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'NonBlank', 'GoInt',
+           'Position', 'Count', 'Timestamp', 'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price',
+           'Provider', 'Run', 'Session', 'Attempt', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord',
+           'SessionRecord', 'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result',
+           'cap_text', 'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -61,14 +60,6 @@ TOKEN_CATEGORIES = ("input", "output", "cache_created", "cache_read")
 COST_COMPONENTS = ("input", "output", "cache_write", "cache_read")
 TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
-
-# %% ../nbs/00_record.ipynb #b212482a
-ENDING_COLOURS = {
-    ENDED_COMPLETED: "#2e7d32", ENDED_OVER_BUDGET: "#ef6c00", ENDED_MALFORMED: "#c62828",
-    ENDED_NO_TOOL_CALL: "#f9a825", ENDED_PROVIDER_ERROR: "#78909c", ENDED_HARNESS_ERROR: "#455a64",
-    ENDED_SKIPPED: "#cfd8dc"}
-TOKEN_COLOURS = {"input": "#1565c0", "output": "#e65100", "cache_created": "#6a1b9a", "cache_read": "#80cbc4"}
-COST_COLOURS = dict(zip(COST_COMPONENTS, TOKEN_COLOURS.values()))
 
 # %% ../nbs/00_record.ipynb #0eb8ccf2
 _GO_KEEPS = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps

@@ -193,7 +193,7 @@ def test_conformance_tree(conformance):
 
 
 def test_colours_come_from_the_vocabularies(tables):
-    from modelrecord.record import COST_COLOURS, ENDING_COLOURS, TOKEN_COLOURS
+    from modelrecord.plots import COST_COLOURS, ENDING_COLOURS, TOKEN_COLOURS
     rgba = matplotlib.colors.to_rgba
     fig = plots.tokens_by_model(tables)
     assert {p.get_facecolor() for p in fig.axes[0].patches} == {rgba(c) for c in TOKEN_COLOURS.values()}
