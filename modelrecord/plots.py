@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['ENDING_COLOURS', 'TOKEN_COLOURS', 'COST_COLOURS', 'WIDTH', 'HEIGHT', 'ROW_INCHES', 'MAX_HEIGHT', 'NOTE_COLOUR',
-           'BOX_COLOURS', 'NOT_MODEL_HATCH', 'NOTHING', 'UNPRICED', 'NOTE_CHAR_INCHES', 'LATENCY_PERCENTILES',
-           'tokens_by_model', 'cost_by_model', 'endings_by_model', 'latency_by_model', 'cumulative_cost']
+           'BOX_COLOURS', 'NOT_MODEL_HATCH', 'NOTHING', 'UNPRICED', 'NOTE_CHAR_INCHES', 'LATENCY_PERCENTILES', 'texts',
+           'legends', 'tokens_by_model', 'cost_by_model', 'endings_by_model', 'latency_by_model', 'cumulative_cost']
 
 # %% ../nbs/10_plots.ipynb #4236360c
 import inspect
@@ -43,6 +43,19 @@ ENDING_COLOURS = {
     ENDED_SKIPPED: "#cfd8dc"}
 TOKEN_COLOURS = {"input": "#1565c0", "output": "#e65100", "cache_created": "#6a1b9a", "cache_read": "#80cbc4"}
 COST_COLOURS = dict(zip(COST_COMPONENTS, TOKEN_COLOURS.values()))
+
+# %% ../nbs/10_plots.ipynb #85a7cfd3
+from matplotlib.legend import Legend
+
+def texts(fig) -> list:
+    "The titles, notes and labels written in the axes of `fig` (not the tick labels)."
+    return [text for ax in fig.axes for text in (*(ax.get_title(loc=loc) for loc in ("left", "center", "right")),
+                                                 *(t.get_text() for t in ax.texts)) if text]
+
+def legends(fig) -> list:
+    "The entries of each legend of `fig`, as `(title, [labels])`."
+    found = [l for ax in fig.axes for l in (*ax.artists, ax.get_legend()) if isinstance(l, Legend)]
+    return [(l.get_title().get_text(), [t.get_text() for t in l.get_texts()]) for l in found]
 
 # %% ../nbs/10_plots.ipynb #a3341785
 WIDTH, HEIGHT = 8.0, 4.0  # inches: a figure as wide as a notebook cell or a docs page at 100 dpi
