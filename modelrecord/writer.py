@@ -9,6 +9,7 @@ __all__ = ['Report', 'DIR_MODE', 'DIGEST_BYTES', 'RecordWarning', 'Writer', 'ope
 import errno
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 import warnings
@@ -50,15 +51,32 @@ def _directory_key(path) -> str:
 # %% ../nbs/02_writer.ipynb #a6d70bf2
 DIR_MODE = 0o750  # the mode the recording directory (and its missing parents) are made with
 
+def _owned(failure: BaseException) -> bool:
+    "Whether `failure` is the file system's answer: an OSError a file operation raised, with its errno (not one Python code raised)."
+    return isinstance(failure, OSError) and failure.errno is not None
+
+def _is_directory(path: str) -> bool:
+    "Whether `path` is a directory; unlike `os.path.isdir`, an exception the caller's code raised meanwhile is not taken for 'no'."
+    try: return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as failure:
+        if not _owned(failure): raise
+        return False
+
 def _make_directory(directory: str):
     "Make `directory` and its missing parents with `DIR_MODE`; an existing directory is left as it is."
-    if os.path.isdir(directory): return
+    if _is_directory(directory): return
     parent = os.path.dirname(directory)
     if parent != directory: _make_directory(parent)
     try: os.mkdir(directory, DIR_MODE)
     except FileExistsError:
-        if not os.path.isdir(directory):
+        if not _is_directory(directory):
             raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory", directory) from None
+
+def _discard(fd: int, path: str):
+    "Close and remove a shard that was never handed over, so that no empty shard is left behind."
+    os.close(fd)
+    try: os.unlink(path)
+    except OSError: pass
 
 def _create_shard(directory: str) -> tuple[int, str]:
     "A new, empty shard in `directory` (made if need be): an append-only file descriptor and its path."
@@ -66,8 +84,22 @@ def _create_shard(directory: str) -> tuple[int, str]:
     fd, path = tempfile.mkstemp(prefix=SHARD_PREFIX, suffix=SHARD_SUFFIX, dir=directory)
     try:
         if fcntl is not None: fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-    except BaseException: os.close(fd); os.unlink(path); raise  # no empty shard left behind, whatever was raised
+    except BaseException: _discard(fd, path); raise  # whatever was raised
     return fd, path
+
+# %% ../nbs/02_writer.ipynb #5fd2cd4c
+try:
+    import ctypes
+    _statx = ctypes.CDLL(None, use_errno=True).statx
+    _statx.argtypes, _statx.restype = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p), ctypes.c_int
+except (ImportError, OSError, AttributeError): _statx = None  # not Linux, or a libc without statx: fstat does
+_AT_EMPTY_PATH, _STATX_NLINK = 0x1000, 0x4  # from <fcntl.h> and <linux/stat.h>
+
+def _link_count_buffer() -> tuple:
+    "A buffer for one `struct statx`, and a view of its `stx_nlink` field; `(None, None)` when there is no statx."
+    if _statx is None: return None, None
+    buffer = ctypes.create_string_buffer(256)
+    return buffer, ctypes.c_uint32.from_buffer(buffer, 16)  # stx_nlink follows stx_mask, stx_blksize, stx_attributes
 
 # %% ../nbs/02_writer.ipynb #91952e7f
 class _ShardDeleted(FileNotFoundError):
@@ -75,18 +107,23 @@ class _ShardDeleted(FileNotFoundError):
 
 class _Shard:
     "One shard file this process appends to: its descriptor and path, and the size and digests of the whole lines it holds."
-    def __init__(self, directory: str):
-        self.fd, self.path = _create_shard(directory)
+    def __init__(self, directory: str, writer=None):
+        "Make a new shard in `directory`, and hand it to `writer` last, so that no interrupt can lose the file it made."
+        self.statx, self.links = _link_count_buffer()  # where statx leaves the link count (None: ask fstat)
         self.size, self.seen, self.pending, self.torn = 0, set(), None, False
-        self.identity = os.fstat(self.fd)
+        self.fd, self.path = _create_shard(directory)
+        try: self.identity = os.fstat(self.fd)
+        except BaseException: _discard(self.fd, self.path); raise
+        if writer is not None: writer._shard = self
 
     def append(self, data: bytes, digest: bytes):
         "Append the line `data` whole unless it is there already; on a failure, cut back any part of it, then raise."
         if self.pending is None and digest in self.seen: return  # a repeat: nothing to write
-        status = os.fstat(self.fd)
-        if status.st_nlink == 0: raise _ShardDeleted(errno.ENOENT, "the shard was deleted", self.path)
-        if self.pending is not None or status.st_size != self.size:
-            self.settle(status.st_size)
+        if self.statx is not None and _statx(self.fd, b"", _AT_EMPTY_PATH, _STATX_NLINK, self.statx) == 0: links = self.links.value
+        else: links = os.fstat(self.fd).st_nlink
+        if links == 0: raise _ShardDeleted(errno.ENOENT, "the shard was deleted", self.path)
+        if self.pending is not None:
+            self.settle()
             if digest in self.seen: return
         pending = self.pending = (len(data), digest)
         written = 0
@@ -103,9 +140,9 @@ class _Shard:
             self.seen.add(digest)
             self.size, self.pending = self.size + len(data), None
 
-    def settle(self, size: Optional[int] = None):
-        "Make the account match the file (`size` bytes, from `fstat` if not given): the pending line counted if whole, cut off if part-written."
-        if size is None: size = os.fstat(self.fd).st_size
+    def settle(self):
+        "Make the account match the file: the pending line counted if it is all there, cut off if only part of it is."
+        size = os.fstat(self.fd).st_size
         if self.pending is not None:
             length, digest = self.pending
             if size == self.size + length:
@@ -163,10 +200,6 @@ def _prepare(line, problems: list) -> Optional[tuple[bytes, bytes]]:
 def _why(failure: OSError) -> str:
     "A failure of the file in a message: its text, without the path the message names already."
     return f"[Errno {failure.errno}] {failure.strerror}" if failure.strerror else str(failure)
-
-def _owned(failure: BaseException) -> bool:
-    "Whether `failure` is the writer's own: an OSError a file operation raised, with its errno (not one Python code raised)."
-    return isinstance(failure, OSError) and failure.errno is not None
 
 class Writer:
     "Appends lines to this process's shard in one directory; get one from `open_dir` or `open_writer`."
@@ -233,7 +266,7 @@ class Writer:
             return self._stop(problems, f"modelrecord: the recording directory ({DIR_ENV}) must be an absolute path, got "
                                         f"{self.directory!r}: a relative one would put each process's shard under whatever "
                                         "directory it runs in; nothing will be recorded")
-        try: self._shard = _Shard(self.directory)
+        try: _Shard(self.directory, self)  # sets self._shard
         except OSError as failure:
             if not _owned(failure): raise
             return self._stop(problems, f"modelrecord: cannot create a shard in {self.directory}: {failure}; nothing will be recorded")
