@@ -90,8 +90,7 @@ def _create_shard(directory: str) -> tuple[int, str]:
 # %% ../nbs/02_writer.ipynb #5fd2cd4c
 try:
     import ctypes
-    _statx = ctypes.CDLL(None, use_errno=True).statx
-    _statx.argtypes, _statx.restype = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p), ctypes.c_int
+    _statx = ctypes.CDLL(None).statx  # int statx(int, const char *, int, unsigned, struct statx *): ctypes' defaults fit
 except (ImportError, OSError, AttributeError): _statx = None  # not Linux, or a libc without statx: fstat does
 _AT_EMPTY_PATH, _STATX_NLINK = 0x1000, 0x4  # from <fcntl.h> and <linux/stat.h>
 
@@ -126,10 +125,10 @@ class _Shard:
             self.settle()
             if digest in self.seen: return
         pending = self.pending = (len(data), digest)
-        written = 0
         try:
+            written = os.write(self.fd, data)
             while written < len(data):  # a short write (a full disk, a signal) is retried for the rest
-                done = os.write(self.fd, data[written:] if written else data)
+                done = os.write(self.fd, data[written:])
                 if done <= 0: raise OSError(errno.EIO, "the shard accepted no bytes")
                 written += done
         except BaseException:
