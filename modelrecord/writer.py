@@ -6,19 +6,16 @@
 __all__ = ['Report', 'DIR_MODE', 'DIGEST_BYTES', 'RecordWarning', 'Writer', 'open_dir', 'open_writer', 'release']
 
 # %% ../nbs/02_writer.ipynb #2427116a
+import base64
 import errno
 import hashlib
 import os
 import stat
-import tempfile
 import threading
 import warnings
 from typing import Any, Callable, Optional
 
 import msgspec
-
-try: import fcntl
-except ImportError: fcntl = None  # not on Windows, which has no fork to guard against either
 
 from .record import DIR_ENV, MAX_LINE_BYTES, SHARD_PREFIX, SHARD_SUFFIX, Record, encode
 
@@ -78,14 +75,23 @@ def _discard(fd: int, path: str):
     try: os.unlink(path)
     except OSError: pass
 
+_SHARD_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+
 def _create_shard(directory: str) -> tuple[int, str]:
     "A new, empty shard in `directory` (made if need be): an append-only file descriptor and its path."
     _make_directory(directory)
-    fd, path = tempfile.mkstemp(prefix=SHARD_PREFIX, suffix=SHARD_SUFFIX, dir=directory)
-    try:
-        if fcntl is not None: fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-    except BaseException: _discard(fd, path); raise  # whatever was raised
-    return fd, path
+    while True:
+        path, fd = None, None
+        try:
+            path = os.path.join(directory, SHARD_PREFIX + base64.b32encode(os.urandom(5)).decode().lower() + SHARD_SUFFIX)
+            fd = os.open(path, _SHARD_FLAGS, 0o600)
+            return fd, path
+        except FileExistsError: continue  # another file has that name: draw another, as mkstemp does
+        except BaseException as failure:
+            if fd is None and path is not None and not _owned(failure):  # an interrupt may have come as `open` returned
+                try: os.unlink(path)
+                except OSError: pass
+            raise
 
 # %% ../nbs/02_writer.ipynb #5fd2cd4c
 try:
