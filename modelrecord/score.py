@@ -12,9 +12,9 @@ __all__ = ['OUTCOME_COMPLETED', 'OUTCOME_FAILED', 'OUTCOME_GITLAB_REFUSED', 'OUT
            'Step', 'Flags', 'Surface', 'AnswerKeyError', 'AnswerKey', 'load_key', 'check_key', 'go_number', 'canonical',
            'canonical_value', 'values_equal', 'raw_fields', 'CallView', 'call_view', 'AttemptView', 'ended_in_text',
            'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio', 'overhead_text',
-           'Scores']
+           'Scores', 'table_text']
 
-# %% ../nbs/08_score.ipynb #e04b7b03
+# %% ../nbs/08_score.ipynb #015d72e5
 import math
 import os
 import re
@@ -31,7 +31,7 @@ from .record import (
     ENDED_PROVIDER_ERROR, ENDED_SKIPPED, OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_PROTOCOL_ERROR,
     OUTCOME_REFUSED_PREFIX, OUTCOME_TOOL_ERROR, refused_outcome)
 
-# %% ../nbs/08_score.ipynb #7478a503
+# %% ../nbs/08_score.ipynb #665fcd34
 OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_GITLAB_REFUSED, OUTCOME_UNOBSERVED = (
     "completed", "failed", "gitlab_refused", "unobserved")
 RUNNER_OUTCOMES = (ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_OVER_BUDGET)  # ended_by that is the outcome
@@ -52,10 +52,10 @@ ARGUMENT_WHY = ("not_sent", "fact_not_recorded", "binding_outside_key", "binding
                 "binding_no_field", "binding_null", "no_truth", "mismatch")
 TRUTHS = ("authored", "fact", "literal", "produced", "none")  # an argument's truth kinds, in order of precedence
 
-# %% ../nbs/08_score.ipynb #36f244d9
+# %% ../nbs/08_score.ipynb #c053486c
 MODE_READ_ONLY, MODE_SAFE, MODE_DEFAULT = "read-only", "safe", "default"
 
-# %% ../nbs/08_score.ipynb #30ed475e
+# %% ../nbs/08_score.ipynb #99728278
 SERVER_REFUSALS = ("safe_mode", "needs_confirmation", "invalid_params", "unknown_action", "rate_limited", "fine_grained")  # refused:R that are not GitLab's
 WITHHELD_MARKER = "/properties/action"  # in the text of a read-only server's refused:invalid_params: the action was withheld
 CONFIRM_PLACES = ("top", "action_args")  # where a surface's `confirm` flag is: the call's top level, or the action's arguments
@@ -101,7 +101,7 @@ class Surface(NamedTuple):
     dispatchers: frozenset = frozenset()
     confirm: str = "top"
 
-# %% ../nbs/08_score.ipynb #731b0b1d
+# %% ../nbs/08_score.ipynb #1b4273b2
 class AnswerKeyError(ValueError):
     "An answer key that cannot be used: the key file, the place in it, and what is wrong."
     def __init__(self, source, where: str, why: str):
@@ -109,7 +109,7 @@ class AnswerKeyError(ValueError):
         super().__init__(f"{self.source}: {where}: {why}" if where else f"{self.source}: {why}")
     def __reduce__(self): return AnswerKeyError, (self.source, self.where, self.why)
 
-# %% ../nbs/08_score.ipynb #2eb7399c
+# %% ../nbs/08_score.ipynb #4940e566
 class _Reader:
     "Reads one part of a key mapping, refusing what is not the format with where it is."
     def __init__(self, source: str): self.source = source
@@ -135,7 +135,7 @@ def _kind(value) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: f"the text {value!r}", list: "a list",
             tuple: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
-# %% ../nbs/08_score.ipynb #d8a5e230
+# %% ../nbs/08_score.ipynb #9f6a4a8f
 _ARGUMENT_FIELDS = ("name", "required", "fact", "literal", "produced", "authored")
 _STEP_FIELDS = ("action", "tool", "optional", "args", "produces")
 
@@ -171,7 +171,7 @@ def _step(read: _Reader, value, where: str) -> Step:
     return Step(action=action, tool=tool, optional=read.flag(value.get("optional", False), f"{where}.optional"),
                 args=args, produces=read.texts(value.get("produces", []) or [], f"{where}.produces"))
 
-# %% ../nbs/08_score.ipynb #f6c706d1
+# %% ../nbs/08_score.ipynb #29f62d58
 def _catalog(read: _Reader, value, where: str) -> dict:
     "The flags of each action or tool of one part of the catalog."
     out = {}
@@ -193,7 +193,7 @@ def _surfaces(read: _Reader, value) -> dict:
         out[name] = Surface(frozenset(read.texts(entry.get("dispatchers", []) or [], f"surfaces.{name}.dispatchers")), confirm)
     return out
 
-# %% ../nbs/08_score.ipynb #5b3131bb
+# %% ../nbs/08_score.ipynb #eb1c2b41
 _KEY_FIELDS = ("cases", "catalog", "surfaces", "discovery_tools", "fact_spellings", "tiers", "server_refusals", "withheld_marker")
 
 class AnswerKey(NamedTuple):
@@ -215,10 +215,10 @@ class AnswerKey(NamedTuple):
 
     def __repr__(self):
         steps = sum(map(len, self.cases.values()))
-        return (f"AnswerKey({self.source}: {len(self.cases)} cases, {steps} steps, {len(self.actions)} actions, "
+        return (f"AnswerKey({os.path.basename(self.source)}: {len(self.cases)} cases, {steps} steps, {len(self.actions)} actions, "
                 f"{len(self.tools)} tools, surfaces {', '.join(self.surfaces) or 'none'})")
 
-# %% ../nbs/08_score.ipynb #a4fa9a3e
+# %% ../nbs/08_score.ipynb #4fcf0b9a
 def _parsed(path) -> Mapping:
     "The mapping in the key file at `path`: JSON when it ends in .json, YAML otherwise."
     source = os.fspath(path)
@@ -235,7 +235,7 @@ def _parsed(path) -> Mapping:
 def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey]) -> AnswerKey:
     "The answer key at the path `key` (JSON or YAML), or in the mapping `key`, its structure checked; refused whole when malformed."
     if isinstance(key, AnswerKey): return key
-    source, value = ("<key>", key) if isinstance(key, Mapping) else (os.fspath(key), _parsed(key))
+    source, value = (os.fspath(key), _parsed(key)) if isinstance(key, (str, os.PathLike)) else ("<key>", key)
     read = _Reader(source)
     value = read.mapping(value, "", _KEY_FIELDS)
     cases = {}
@@ -253,7 +253,7 @@ def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey]) -> AnswerKey:
                      server_refusals=frozenset(read.texts(value.get("server_refusals", SERVER_REFUSALS), "server_refusals")),
                      withheld_marker=read.text(value.get("withheld_marker", WITHHELD_MARKER), "withheld_marker"), source=source)
 
-# %% ../nbs/08_score.ipynb #f740820d
+# %% ../nbs/08_score.ipynb #1b306dec
 def check_key(key) -> list:
     "The problems the stricter author's gate finds in `key` (empty when it passes): one truth per argument, bindings to earlier steps' `produces`."
     key, problems = load_key(key), []
@@ -275,7 +275,7 @@ def check_key(key) -> list:
                                     f"({steps[bound.step - 1].name}) does not list in produces")
     return problems
 
-# %% ../nbs/08_score.ipynb #ba0ec6a0
+# %% ../nbs/08_score.ipynb #aec0cb5d
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SPECIAL = re.compile(r"[+-]?(?:inf|infinity|nan)\Z", re.IGNORECASE)
 _HEX = re.compile(r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?)?[pP][+-]?[0-9](?:_?[0-9])*\Z")
@@ -291,7 +291,7 @@ def go_number(text: str) -> Optional[float]:
         except (ValueError, OverflowError): return None
     return None
 
-# %% ../nbs/08_score.ipynb #cca8d54b
+# %% ../nbs/08_score.ipynb #ee566c20
 def canonical(raw: Optional[str]) -> Optional[str]:
     "The canonical text of the raw JSON value `raw`: None for absent or null, a string's content, else compact JSON."
     if raw is None: return None
@@ -318,7 +318,7 @@ def values_equal(sent: Optional[str], want: Optional[str]) -> bool:
     a, b = go_number(sent), go_number(want)
     return a is not None and b is not None and a == b
 
-# %% ../nbs/08_score.ipynb #d3f355e3
+# %% ../nbs/08_score.ipynb #f75e9300
 def raw_fields(raw: Optional[str]) -> Optional[dict]:
     "The fields of the raw JSON object `raw` as name -> raw text of the value; None when `raw` is not an object."
     if not raw or raw.lstrip()[:1] != "{": return None
@@ -328,7 +328,7 @@ def raw_fields(raw: Optional[str]) -> Optional[dict]:
         value = json.loads(raw)
         return {k: json.dumps(v, separators=(",", ":"), ensure_ascii=False) for k, v in value.items()} if isinstance(value, dict) else None
 
-# %% ../nbs/08_score.ipynb #b7aa1344
+# %% ../nbs/08_score.ipynb #c055007d
 class CallView(NamedTuple):
     "The fields of one call that scoring reads, with the flags that follow from the key."
     index: int
@@ -358,7 +358,7 @@ def call_view(call, key: AnswerKey) -> CallView:
     return CallView(call.index, call.tool, call.requested_action, call.dispatched_action, call.dispatched_tool, call.outcome,
                     call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld, mutation)
 
-# %% ../nbs/08_score.ipynb #ae8e5215
+# %% ../nbs/08_score.ipynb #1276eef6
 class AttemptView(NamedTuple):
     "What scoring reads of one attempt besides its calls."
     ended_by: str
@@ -373,7 +373,7 @@ def ended_in_text(ended_by: str, last_turn_calls_a_tool: Optional[bool]) -> bool
     "Whether an attempt's conversation ended in text, from its ending and whether its last turn (None: no turn) holds a tool call."
     return ended_by == ENDED_NO_TOOL_CALL or (ended_by == ENDED_COMPLETED and not last_turn_calls_a_tool)
 
-# %% ../nbs/08_score.ipynb #8458cb03
+# %% ../nbs/08_score.ipynb #632c2e5c
 def _names(call: CallView, step: Step) -> str:
     "How `call` names `step`: 'tool', 'dispatched' or 'requested', or '' when it does not."
     if step.tool: return "tool" if (call.dispatched_tool or call.tool) == step.tool else ""
@@ -399,7 +399,7 @@ def scan(calls: Sequence[CallView], cursor: int, step: Step, declines: bool) -> 
         return at, named, priors, unobserved
     return None, "", priors, unobserved
 
-# %% ../nbs/08_score.ipynb #2cd25670
+# %% ../nbs/08_score.ipynb #ec423f3e
 def _bound(produced: Produced, reached: dict, steps: int) -> tuple:
     "The raw value a binding names, as (raw text or None, why it cannot be had)."
     if not 1 <= produced.step <= steps: return None, "binding_outside_key"
@@ -426,7 +426,7 @@ def _wants(argument: Argument, facts: dict, key: AnswerKey, reached: dict, steps
         return ([canonical(raw)], "") if not why else ([], why)
     return [], "no_truth"
 
-# %% ../nbs/08_score.ipynb #6c6372f9
+# %% ../nbs/08_score.ipynb #a85599ca
 _ARGUMENT_REASONS = {
     "not_sent": "{name} is required but was not sent", "fact_not_recorded": "{name} is the fact {fact!r}, which the attempt does not record",
     "binding_outside_key": "{name} binds to step {bound}, which the key does not have", "binding_unreached": "{name} binds to step {bound}, which no call reached",
@@ -466,7 +466,7 @@ def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, 
                 name=argument.name, fact=argument.fact, sent=sent, want=want, bound=bound and bound.step, field=bound and bound.field)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #9e3412b2
+# %% ../nbs/08_score.ipynb #a4c8bbeb
 def _gitlab_refusal(outcome: str, key: AnswerKey) -> bool:
     "Whether GitLab (not the MCP server) refused: a tool error, or a refusal for a reason that is not the server's own."
     return outcome == OUTCOME_TOOL_ERROR or (outcome.startswith(OUTCOME_REFUSED_PREFIX) and outcome[len(OUTCOME_REFUSED_PREFIX):] not in key.server_refusals)
@@ -488,7 +488,7 @@ def _answer(call: CallView, step_flags: Flags, attempt: AttemptView, key: Answer
     if _gitlab_refusal(call.outcome, key): return "gitlab_refused", "", "gitlab_refused"
     return "wrong", "", "wrong_answer"
 
-# %% ../nbs/08_score.ipynb #6ccbb1af
+# %% ../nbs/08_score.ipynb #f1647cf6
 def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: list) -> str:
     "The sentence for people that says why a step's verdict is what it is."
     step = f"step {v['position']} ({v['name']})"
@@ -508,7 +508,7 @@ def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: li
     if not v["reached"]: return f"{step} is optional and was not reached"
     return f"{step}: reached by {at} ({v['matched_by']}), {v['answer']}" + (" after retries" if priors else "")
 
-# %% ../nbs/08_score.ipynb #d3f2c8e7
+# %% ../nbs/08_score.ipynb #c3486d18
 def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> list:
     "The verdicts on `steps` (one dict each, with its `arguments`) of one attempt whose calls are `calls`, sorted by index."
     verdicts, reached, cursor = [], {}, 0
@@ -552,7 +552,7 @@ def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: Attem
         verdicts.append(v)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #606a301d
+# %% ../nbs/08_score.ipynb #4125cdaf
 def _outcome(attempt: AttemptView, steps: list) -> tuple:
     "(outcome, why, reason) of an attempt from its ending, its step verdicts and its verifies."
     if attempt.ended_by in RUNNER_OUTCOMES: return attempt.ended_by, "runner_ending", attempt.reason
@@ -579,7 +579,7 @@ def _clean_steps(steps: list) -> bool:
         if any(a["compared"] and not a["matched"] for a in v["arguments"]): return False
     return True
 
-# %% ../nbs/08_score.ipynb #068c5c65
+# %% ../nbs/08_score.ipynb #7a1e039b
 def score_attempt(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> dict:
     "The verdict on one attempt: outcome, why, reason, the counts, unaided, verified, clean, and its step verdicts."
     step_verdicts = score_steps(steps, calls, attempt, key)
@@ -593,7 +593,7 @@ def score_attempt(steps: Sequence[Step], calls: Sequence[CallView], attempt: Att
     return dict(outcome=outcome, why=why, reason=reason, discovery=sum(c.discovery for c in calls), invalid_params=invalid,
                 unaided=unaided, verified=attempt.verified, clean=clean, steps=step_verdicts)
 
-# %% ../nbs/08_score.ipynb #df84c855
+# %% ../nbs/08_score.ipynb #4fe9c054
 class _LineType(msgspec.Struct):
     type: str = ""
 
@@ -614,7 +614,7 @@ def line_number(path, line_type: str, nth: int) -> Optional[int]:
     except OSError: return None
     return None
 
-# %% ../nbs/08_score.ipynb #2e703fef
+# %% ../nbs/08_score.ipynb #db6a36e8
 def _refuse(tables, frame: pd.DataFrame, row, line_type: str, field: str, why: str):
     "Raise the `ShardError` of the line behind `frame`'s row `row` (a label): its shard, its line number, `field` and `why`."
     shard = frame.at[row, "shard"]
@@ -626,7 +626,7 @@ def _text(column: pd.Series) -> np.ndarray:
     "A text column as an object array of str, missing values as ''."
     return column.astype(object).where(column.notna(), "").to_numpy(dtype=object)
 
-# %% ../nbs/08_score.ipynb #f45eae26
+# %% ../nbs/08_score.ipynb #092fb631
 ROW_COLUMNS = ("model", "surface", "mode", "tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest",
                "contract_digest", "tool_schema_digest", "run_repeat")  # the reference's row identity (`by="row"`)
 
@@ -666,7 +666,7 @@ def _check_lines(tables):
             _refuse(tables, frame, row, line_type, f"{line_type}.attempt", f"names the attempt {frame.at[row, 'attempt']!r}, "
                     "which this shard has no attempt line for")
 
-# %% ../nbs/08_score.ipynb #77e49e23
+# %% ../nbs/08_score.ipynb #799552a0
 def _listed(names) -> str:
     "A few of `names` for an error message."
     names = list(names)
@@ -677,9 +677,9 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
     runs = _runs(tables)
     _check_lines(tables)
     attempts, sessions = tables.attempts, tables.sessions
-    at = attempts.session_key.to_numpy(dtype=float, na_value=np.nan)
-    found = ~np.isnan(at)
-    session_at = np.where(found, at, 0).astype(np.int64)
+    at = sessions.index.get_indexer(attempts.session_key.to_numpy(dtype=float, na_value=np.nan))
+    found = at >= 0
+    session_at = np.where(found, at, 0)
     same_shard = found & (sessions.shard.to_numpy(dtype=object)[session_at] == attempts.shard.to_numpy(dtype=object)) if len(sessions) else found
     named = _text(attempts.session) != ""
     lost = named & ~same_shard
@@ -717,7 +717,7 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
                 f"the {name} {value!r}{source} of attempt {whose!r} is not in the key {key.source} (it has: {listed})")
     return frame
 
-# %% ../nbs/08_score.ipynb #9f5eea08
+# %% ../nbs/08_score.ipynb #4e2436fe
 def _call_views(calls: pd.DataFrame, key: AnswerKey, attempt_index: pd.Index) -> tuple:
     "Every call as a `CallView`, sorted by attempt then index (shard order on ties), and the position of each one's attempt."
     owner = attempt_index.get_indexer(calls.attempt_key.to_numpy(dtype=np.int64))
@@ -757,7 +757,7 @@ def _attempt_views(tables, grouped: pd.DataFrame, key: AnswerKey) -> list:
     return [AttemptView(e, r, m, key.surfaces[s], f, ended_in_text(e, None if l < 0 else bool(l)), k not in failed)
             for e, r, m, s, f, l, k in zip(ended, _text(attempts.reason), grouped["mode"], grouped.surface, facts, last, attempts.index)]
 
-# %% ../nbs/08_score.ipynb #d0f3714c
+# %% ../nbs/08_score.ipynb #d0cc4c4f
 ATTEMPT_FIELDS = ("attempt", "shard", "run_id", "model", "case", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
                   "reason", "discovery", "invalid_params", "unaided", "verified", "clean")  # the columns of `Scores.attempts`, in order
 STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mutating", "known", "reached", "matched_by", "requested",
@@ -771,7 +771,7 @@ def _frame(rows: list, fields: Sequence[str], front: dict) -> pd.DataFrame:
     for name in fields: columns[name] = [row[name] for row in rows]
     return pd.DataFrame(columns)
 
-# %% ../nbs/08_score.ipynb #384fb102
+# %% ../nbs/08_score.ipynb #b09d5fb7
 def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optional[bool] = None) -> "Scores":
     "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
     from modelrecord.tables import Tables, load
@@ -795,7 +795,7 @@ def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optio
                 arg_keys.append((at, step["position"]))
     return Scores(tables, grouped, verdicts, steps, step_keys, args, arg_keys, key)
 
-# %% ../nbs/08_score.ipynb #2e74197d
+# %% ../nbs/08_score.ipynb #32bec4dc
 class Ratio(NamedTuple):
     "A count over a count, printed `N / D` (or `-` when D is 0); added by both halves, never by rates."
     numerator: int = 0
@@ -810,17 +810,19 @@ class Ratio(NamedTuple):
         return Ratio(self.numerator + other.numerator, self.denominator + other.denominator)
     __radd__ = lambda self, other: self if other == 0 else self + other  # so that sum() works
 
-# %% ../nbs/08_score.ipynb #261e58ba
+# %% ../nbs/08_score.ipynb #711d9594
 def overhead_text(find: int, invalid_params: int, steps: int) -> str:
     "The published overhead cell: `N / D (F find, I invalid_params)`, `-` when no step was reached."
     if not steps: return "-"
     return f"{find + invalid_params} / {steps} ({find} find, {invalid_params} invalid_params)"
 
-# %% ../nbs/08_score.ipynb #cd30a924
+# %% ../nbs/08_score.ipynb #8c952e7e
 PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion", "overhead")  # in the reference's order
 PUBLISHED_TITLES = dict(zip(PUBLISHED, ("Clean", "Reached", "Accepted first time", "Argument fidelity", "Confirmation",
                                         "Unaided", "Completion", "Overhead")))
 DEFAULT_BY = ("model", "surface")
+
+def _tally(kind: str, value: str) -> str: return f"{kind}_{value.replace('-', '_')}"  # declines_by_text, confirmations_server_aided
 
 def _counts(self, by: list) -> pd.DataFrame:
     "The numerators, denominators and tallies of each row of `by`."
@@ -839,8 +841,8 @@ def _counts(self, by: list) -> pd.DataFrame:
                           "overhead_denominator": reached,
                           "confirmation_numerator": s.destructive & s.confirmation.isin(("unaided", "server-aided")),
                           "confirmation_denominator": s.destructive,
-                          **{f"declines_{d}": s.decline == d for d in DECLINES},
-                          **{f"confirmations_{c}": s.destructive & (s.confirmation == c) for c in CONFIRMATIONS}})
+                          **{_tally("declines", d): s.decline == d for d in DECLINES},
+                          **{_tally("confirmations", c): s.destructive & (s.confirmation == c) for c in CONFIRMATIONS}})
     steps["attempt_key"] = s.attempt_key.to_numpy()
     g = self.arguments
     g = g[g.attempt_key.map(scored).to_numpy(dtype=bool) & g.compared.to_numpy(dtype=bool)]
@@ -855,7 +857,7 @@ def _counts(self, by: list) -> pd.DataFrame:
     keys = [a[name] for name in by]
     return per_attempt.groupby(keys, sort=True, dropna=False).sum()
 
-# %% ../nbs/08_score.ipynb #e941a982
+# %% ../nbs/08_score.ipynb #5984a7b5
 class Scores:
     "The verdicts on a tree's attempts against a key: `attempts`, `steps` and `arguments` DataFrames, and `table()`."
     def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list, arg_keys: list, key: AnswerKey):
@@ -879,11 +881,11 @@ class Scores:
     def __repr__(self):
         counts = self.attempts.outcome.value_counts()
         shown = ", ".join(f"{counts[o]} {o}" for o in VERDICT_OUTCOMES if counts.get(o, 0))
-        return f"Scores({len(self.attempts)} attempts: {shown}; {len(self.steps)} steps, {len(self.arguments)} arguments; key {self.key.source})"
+        return f"Scores({len(self.attempts)} attempts: {shown}; {len(self.steps)} steps, {len(self.arguments)} arguments; key {os.path.basename(self.key.source)})"
 
 Scores.counts = _counts
 
-# %% ../nbs/08_score.ipynb #ba519734
+# %% ../nbs/08_score.ipynb #6331c726
 def _tool_schema_digests(self) -> pd.Series:
     "Each attempt's session's `tool_schema_digests[model]`, read from the session lines (the tables do not keep it)."
     if self._digests is None:
@@ -913,9 +915,67 @@ def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
         out[name] = ([overhead_text(f, i, s) for f, i, s in zip(counts["find"], counts["invalid_params"], d)] if name == "overhead"
                      else [str(Ratio(a, b)) for a, b in zip(n, d)])
         out[f"{name}_numerator"], out[f"{name}_denominator"] = n, d
-    tallies = ["find", "invalid_params", "turns", *VERDICT_OUTCOMES, *(f"declines_{d}" for d in DECLINES),
-               *(f"confirmations_{c}" for c in CONFIRMATIONS)]
+    tallies = ["find", "invalid_params", "turns", *VERDICT_OUTCOMES, *(_tally("declines", d) for d in DECLINES),
+               *(_tally("confirmations", c) for c in CONFIRMATIONS)]
     for name in tallies: out[name] = counts[name]
     return out
 
 Scores.table = _table
+
+# %% ../nbs/08_score.ipynb #40dc03aa
+_JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why", "reason",
+                 "discovery", "invalid_params", "unaided", "verified", "clean")
+_APART_TALLIES = ("skipped", "unobserved", "provider_error", "harness_error", "gitlab_refused")
+
+def _scalars(column: pd.Series) -> list:
+    "The values of `column` as Python scalars, a missing one as None."
+    if column.dtype == object or isinstance(column.dtype, pd.StringDtype):
+        return column.astype(object).where(column.notna(), None).tolist()
+    return column.tolist()
+
+def _records(frame: pd.DataFrame, fields: Sequence[str]) -> list:
+    "The rows of `frame` as dicts of the `fields`, values as JSON scalars."
+    columns = [_scalars(frame[name]) for name in fields]
+    return [dict(zip(fields, row)) for row in zip(*columns)]
+
+def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
+    "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
+    arguments = {}
+    for key, record in zip(zip(self.arguments.attempt_key.tolist(), self.arguments.position.tolist()), _records(self.arguments, ARGUMENT_FIELDS)):
+        arguments.setdefault(key, []).append(record)
+    steps = {}
+    for at, record in zip(self.steps.attempt_key.tolist(), _records(self.steps, STEP_FIELDS)):
+        record["arguments"] = arguments.get((at, record["position"]), [])
+        steps.setdefault(at, []).append(record)
+    attempts = []
+    for at, record in zip(self.attempts.index.tolist(), _records(self.attempts, _JSON_ATTEMPT)):
+        record["steps"] = steps.get(at, [])
+        attempts.append(record)
+    table = self.table(by)
+    rows = []
+    for labels, row in zip(table.index.tolist(), _records(table, list(table.columns))):
+        labels = labels if isinstance(labels, tuple) else (labels,)
+        out = dict(zip(table.index.names, labels))
+        out["attempts"] = row["attempts"]
+        for name in PUBLISHED:
+            out[name] = {"numerator": row[f"{name}_numerator"], "denominator": row[f"{name}_denominator"], "text": row[name]}
+        out.update({name: row[name] for name in (*_APART_TALLIES, "find", "invalid_params", "turns")})
+        out["outcomes"] = {o: row[o] for o in VERDICT_OUTCOMES if row[o]}
+        out["declines"] = {d: row[_tally("declines", d)] for d in DECLINES if row[_tally("declines", d)]}
+        out["confirmations"] = {c: row[_tally("confirmations", c)] for c in CONFIRMATIONS if row[_tally("confirmations", c)]}
+        rows.append(out)
+    return {"attempts": attempts, "rows": rows}
+
+Scores.to_json = _to_json
+
+# %% ../nbs/08_score.ipynb #331476ef
+def table_text(table: pd.DataFrame) -> str:
+    "A `Scores.table()` as aligned text: the published columns, the tallies counted apart, and what the denominators are."
+    from modelrecord.summary import _aligned, _label
+    name = " / ".join(str(n) for n in table.index.names)
+    shown = pd.DataFrame({name: _label(table.index), "attempts": table.attempts.to_numpy(),
+                          **{PUBLISHED_TITLES[c]: table[c].to_numpy() for c in PUBLISHED},
+                          **{t: table[t].to_numpy() for t in _APART_TALLIES}})
+    note = [f"attempts = verdicts {', '.join(SCORED_OUTCOMES)}: the denominator of Clean, Unaided and Completion;",
+            f"{', '.join(_APART_TALLIES)} are counted apart and nowhere else."]
+    return "\n".join([*_aligned(shown), *note]) + "\n"
