@@ -14,10 +14,11 @@ __all__ = ['OUTCOME_COMPLETED', 'OUTCOME_FAILED', 'OUTCOME_GITLAB_REFUSED', 'OUT
            'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio', 'overhead_text',
            'Scores', 'table_text']
 
-# %% ../nbs/08_score.ipynb #015d72e5
+# %% ../nbs/08_score.ipynb #1c9696dc
 import math
 import os
 import re
+from operator import itemgetter
 from pathlib import Path
 from typing import Mapping, NamedTuple, Optional, Sequence, Union
 
@@ -31,7 +32,7 @@ from .record import (
     ENDED_PROVIDER_ERROR, ENDED_SKIPPED, OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_PROTOCOL_ERROR,
     OUTCOME_REFUSED_PREFIX, OUTCOME_TOOL_ERROR, refused_outcome)
 
-# %% ../nbs/08_score.ipynb #665fcd34
+# %% ../nbs/08_score.ipynb #7a0399ab
 OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_GITLAB_REFUSED, OUTCOME_UNOBSERVED = (
     "completed", "failed", "gitlab_refused", "unobserved")
 RUNNER_OUTCOMES = (ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_OVER_BUDGET)  # ended_by that is the outcome
@@ -52,10 +53,10 @@ ARGUMENT_WHY = ("not_sent", "fact_not_recorded", "binding_outside_key", "binding
                 "binding_no_field", "binding_null", "no_truth", "mismatch")
 TRUTHS = ("authored", "fact", "literal", "produced", "none")  # an argument's truth kinds, in order of precedence
 
-# %% ../nbs/08_score.ipynb #c053486c
+# %% ../nbs/08_score.ipynb #8fda1050
 MODE_READ_ONLY, MODE_SAFE, MODE_DEFAULT = "read-only", "safe", "default"
 
-# %% ../nbs/08_score.ipynb #99728278
+# %% ../nbs/08_score.ipynb #d6611a19
 SERVER_REFUSALS = ("safe_mode", "needs_confirmation", "invalid_params", "unknown_action", "rate_limited", "fine_grained")  # refused:R that are not GitLab's
 WITHHELD_MARKER = "/properties/action"  # in the text of a read-only server's refused:invalid_params: the action was withheld
 CONFIRM_PLACES = ("top", "action_args")  # where a surface's `confirm` flag is: the call's top level, or the action's arguments
@@ -101,7 +102,7 @@ class Surface(NamedTuple):
     dispatchers: frozenset = frozenset()
     confirm: str = "top"
 
-# %% ../nbs/08_score.ipynb #1b4273b2
+# %% ../nbs/08_score.ipynb #63e3726f
 class AnswerKeyError(ValueError):
     "An answer key that cannot be used: the key file, the place in it, and what is wrong."
     def __init__(self, source, where: str, why: str):
@@ -109,7 +110,7 @@ class AnswerKeyError(ValueError):
         super().__init__(f"{self.source}: {where}: {why}" if where else f"{self.source}: {why}")
     def __reduce__(self): return AnswerKeyError, (self.source, self.where, self.why)
 
-# %% ../nbs/08_score.ipynb #4940e566
+# %% ../nbs/08_score.ipynb #8b74b810
 class _Reader:
     "Reads one part of a key mapping, refusing what is not the format with where it is."
     def __init__(self, source: str): self.source = source
@@ -135,7 +136,7 @@ def _kind(value) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: f"the text {value!r}", list: "a list",
             tuple: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
-# %% ../nbs/08_score.ipynb #9f6a4a8f
+# %% ../nbs/08_score.ipynb #89cbfd3f
 _ARGUMENT_FIELDS = ("name", "required", "fact", "literal", "produced", "authored")
 _STEP_FIELDS = ("action", "tool", "optional", "args", "produces")
 
@@ -171,7 +172,7 @@ def _step(read: _Reader, value, where: str) -> Step:
     return Step(action=action, tool=tool, optional=read.flag(value.get("optional", False), f"{where}.optional"),
                 args=args, produces=read.texts(value.get("produces", []) or [], f"{where}.produces"))
 
-# %% ../nbs/08_score.ipynb #29f62d58
+# %% ../nbs/08_score.ipynb #18fe4d04
 def _catalog(read: _Reader, value, where: str) -> dict:
     "The flags of each action or tool of one part of the catalog."
     out = {}
@@ -193,7 +194,7 @@ def _surfaces(read: _Reader, value) -> dict:
         out[name] = Surface(frozenset(read.texts(entry.get("dispatchers", []) or [], f"surfaces.{name}.dispatchers")), confirm)
     return out
 
-# %% ../nbs/08_score.ipynb #eb1c2b41
+# %% ../nbs/08_score.ipynb #107dcfe6
 _KEY_FIELDS = ("cases", "catalog", "surfaces", "discovery_tools", "fact_spellings", "tiers", "server_refusals", "withheld_marker")
 
 class AnswerKey(NamedTuple):
@@ -218,7 +219,7 @@ class AnswerKey(NamedTuple):
         return (f"AnswerKey({os.path.basename(self.source)}: {len(self.cases)} cases, {steps} steps, {len(self.actions)} actions, "
                 f"{len(self.tools)} tools, surfaces {', '.join(self.surfaces) or 'none'})")
 
-# %% ../nbs/08_score.ipynb #4fcf0b9a
+# %% ../nbs/08_score.ipynb #e23df565
 def _parsed(path) -> Mapping:
     "The mapping in the key file at `path`: JSON when it ends in .json, YAML otherwise."
     source = os.fspath(path)
@@ -253,7 +254,7 @@ def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey]) -> AnswerKey:
                      server_refusals=frozenset(read.texts(value.get("server_refusals", SERVER_REFUSALS), "server_refusals")),
                      withheld_marker=read.text(value.get("withheld_marker", WITHHELD_MARKER), "withheld_marker"), source=source)
 
-# %% ../nbs/08_score.ipynb #1b306dec
+# %% ../nbs/08_score.ipynb #106ee92f
 def check_key(key) -> list:
     "The problems the stricter author's gate finds in `key` (empty when it passes): one truth per argument, bindings to earlier steps' `produces`."
     key, problems = load_key(key), []
@@ -275,7 +276,7 @@ def check_key(key) -> list:
                                     f"({steps[bound.step - 1].name}) does not list in produces")
     return problems
 
-# %% ../nbs/08_score.ipynb #aec0cb5d
+# %% ../nbs/08_score.ipynb #067d844b
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SPECIAL = re.compile(r"[+-]?(?:inf|infinity|nan)\Z", re.IGNORECASE)
 _HEX = re.compile(r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?)?[pP][+-]?[0-9](?:_?[0-9])*\Z")
@@ -291,16 +292,17 @@ def go_number(text: str) -> Optional[float]:
         except (ValueError, OverflowError): return None
     return None
 
-# %% ../nbs/08_score.ipynb #ee566c20
-def canonical(raw: Optional[str]) -> Optional[str]:
-    "The canonical text of the raw JSON value `raw`: None for absent or null, a string's content, else compact JSON."
+# %% ../nbs/08_score.ipynb #b3cdd049
+def canonical(raw) -> Optional[str]:
+    "The canonical text of the raw JSON value `raw` (text, bytes or `msgspec.Raw`): None for absent or null, a string's content, else compact JSON."
     if raw is None: return None
-    if raw[:1] == '"': return _decoded(raw)
-    text = raw if raw.isalnum() else msgspec.json.format(raw.encode(), indent=-1).decode()
-    return None if text == "null" else text
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    if data[:1] == b'"': return _decoded(data)
+    text = data if data.isalnum() else msgspec.json.format(data, indent=-1)
+    return None if text == b"null" else text.decode()
 
-def _decoded(raw: str):
-    "The value of the JSON text `raw` (Python's decoder when msgspec refuses a lone surrogate escape)."
+def _decoded(raw: bytes):
+    "The value of the JSON `raw` (Python's decoder when msgspec refuses a lone surrogate escape)."
     try: return msgspec.json.decode(raw)
     except msgspec.DecodeError:
         import json
@@ -318,17 +320,19 @@ def values_equal(sent: Optional[str], want: Optional[str]) -> bool:
     a, b = go_number(sent), go_number(want)
     return a is not None and b is not None and a == b
 
-# %% ../nbs/08_score.ipynb #f75e9300
-def raw_fields(raw: Optional[str]) -> Optional[dict]:
-    "The fields of the raw JSON object `raw` as name -> raw text of the value; None when `raw` is not an object."
-    if not raw or raw.lstrip()[:1] != "{": return None
-    try: return {name: bytes(value).decode() for name, value in msgspec.json.decode(raw, type=dict[str, msgspec.Raw]).items()}
+# %% ../nbs/08_score.ipynb #95ff4f3e
+def raw_fields(raw) -> Optional[dict]:
+    "The fields of the raw JSON object `raw` (text, bytes or `msgspec.Raw`) as name -> raw JSON of the value; None when `raw` is not an object."
+    if raw is None: return None
+    data = raw.encode() if isinstance(raw, str) else raw if isinstance(raw, bytes) else bytes(raw)
+    if data.lstrip()[:1] != b"{": return None
+    try: return msgspec.json.decode(data, type=dict[str, msgspec.Raw])
     except msgspec.DecodeError:
         import json
-        value = json.loads(raw)
-        return {k: json.dumps(v, separators=(",", ":"), ensure_ascii=False) for k, v in value.items()} if isinstance(value, dict) else None
+        value = json.loads(data)
+        return {k: json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode() for k, v in value.items()} if isinstance(value, dict) else None
 
-# %% ../nbs/08_score.ipynb #c055007d
+# %% ../nbs/08_score.ipynb #2690979b
 class CallView(NamedTuple):
     "The fields of one call that scoring reads, with the flags that follow from the key."
     index: int
@@ -358,7 +362,7 @@ def call_view(call, key: AnswerKey) -> CallView:
     return CallView(call.index, call.tool, call.requested_action, call.dispatched_action, call.dispatched_tool, call.outcome,
                     call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld, mutation)
 
-# %% ../nbs/08_score.ipynb #1276eef6
+# %% ../nbs/08_score.ipynb #4205601f
 class AttemptView(NamedTuple):
     "What scoring reads of one attempt besides its calls."
     ended_by: str
@@ -373,7 +377,7 @@ def ended_in_text(ended_by: str, last_turn_calls_a_tool: Optional[bool]) -> bool
     "Whether an attempt's conversation ended in text, from its ending and whether its last turn (None: no turn) holds a tool call."
     return ended_by == ENDED_NO_TOOL_CALL or (ended_by == ENDED_COMPLETED and not last_turn_calls_a_tool)
 
-# %% ../nbs/08_score.ipynb #632c2e5c
+# %% ../nbs/08_score.ipynb #413908c4
 def _names(call: CallView, step: Step) -> str:
     "How `call` names `step`: 'tool', 'dispatched' or 'requested', or '' when it does not."
     if step.tool: return "tool" if (call.dispatched_tool or call.tool) == step.tool else ""
@@ -399,7 +403,7 @@ def scan(calls: Sequence[CallView], cursor: int, step: Step, declines: bool) -> 
         return at, named, priors, unobserved
     return None, "", priors, unobserved
 
-# %% ../nbs/08_score.ipynb #ec423f3e
+# %% ../nbs/08_score.ipynb #3b9cbc09
 def _bound(produced: Produced, reached: dict, steps: int) -> tuple:
     "The raw value a binding names, as (raw text or None, why it cannot be had)."
     if not 1 <= produced.step <= steps: return None, "binding_outside_key"
@@ -413,12 +417,12 @@ def _bound(produced: Produced, reached: dict, steps: int) -> tuple:
         raw = fields[segment]
     return (None, "binding_null") if canonical(raw) is None else (raw, "")
 
-def _wants(argument: Argument, facts: dict, key: AnswerKey, reached: dict, steps: int) -> tuple:
-    "The canonical values `argument` accepts, and why there are none."
-    truth = argument.truth
+def _wants(argument: Argument, truth: str, facts: dict, key: AnswerKey, reached: dict, steps: int) -> tuple:
+    "The canonical values `argument` (whose truth kind is `truth`) accepts, and why there are none."
     if truth == "fact":
-        names = (argument.fact, *key.fact_spellings.get(argument.fact, ()))
-        wants = list(dict.fromkeys(facts[n] for n in names if n in facts))
+        spellings = key.fact_spellings.get(argument.fact)
+        if not spellings: return ([facts[argument.fact]], "") if argument.fact in facts else ([], "fact_not_recorded")
+        wants = list(dict.fromkeys(facts[n] for n in (argument.fact, *spellings) if n in facts))
         return (wants, "") if wants else ([], "fact_not_recorded")
     if truth == "literal": return [canonical_value(argument.literal)], ""
     if truth == "produced":
@@ -426,7 +430,7 @@ def _wants(argument: Argument, facts: dict, key: AnswerKey, reached: dict, steps
         return ([canonical(raw)], "") if not why else ([], why)
     return [], "no_truth"
 
-# %% ../nbs/08_score.ipynb #a85599ca
+# %% ../nbs/08_score.ipynb #23f966b0
 _ARGUMENT_REASONS = {
     "not_sent": "{name} is required but was not sent", "fact_not_recorded": "{name} is the fact {fact!r}, which the attempt does not record",
     "binding_outside_key": "{name} binds to step {bound}, which the key does not have", "binding_unreached": "{name} binds to step {bound}, which no call reached",
@@ -443,20 +447,20 @@ def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, 
     verdicts = []
     for argument in step.args:
         raw = fields.get(argument.name)
-        sent = canonical(raw)
-        verdict = dict(name=argument.name, truth=argument.truth, required=argument.required, compared=False, matched=False,
-                       sent=sent, want="", why="", reason="")
+        sent, truth = canonical(raw), argument.truth
+        verdict = {"name": argument.name, "truth": truth, "required": argument.required, "compared": False, "matched": False,
+                   "sent": sent, "want": "", "why": "", "reason": ""}
         verdicts.append(verdict)
-        if argument.truth == "authored":
+        if truth == "authored":
             verdict["reason"] = f"{argument.name} is the model's to write: reported, not compared"
             continue
         if sent is None:
-            if argument.required: verdict.update(compared=True, why="not_sent")
+            if argument.required: verdict["compared"], verdict["why"] = True, "not_sent"
             else: verdict["reason"] = f"{argument.name} is optional and was not sent"
         else:
-            wants, why = _wants(argument, attempt.facts, key, reached, steps)
-            verdict.update(compared=True, want=" or ".join(wants))
-            if not why and not any(values_equal(sent, w) for w in wants): why = "mismatch"
+            wants, why = _wants(argument, truth, attempt.facts, key, reached, steps)
+            verdict["compared"], verdict["want"] = True, " or ".join(wants)
+            if not why and sent not in wants and not any(values_equal(sent, w) for w in wants): why = "mismatch"
             verdict["why"] = why
             if not why: verdict["matched"], verdict["reason"] = True, f"{argument.name} sent {sent!r} as wanted"
         if verdict["why"]:
@@ -466,7 +470,7 @@ def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, 
                 name=argument.name, fact=argument.fact, sent=sent, want=want, bound=bound and bound.step, field=bound and bound.field)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #a4c8bbeb
+# %% ../nbs/08_score.ipynb #55a6dc8b
 def _gitlab_refusal(outcome: str, key: AnswerKey) -> bool:
     "Whether GitLab (not the MCP server) refused: a tool error, or a refusal for a reason that is not the server's own."
     return outcome == OUTCOME_TOOL_ERROR or (outcome.startswith(OUTCOME_REFUSED_PREFIX) and outcome[len(OUTCOME_REFUSED_PREFIX):] not in key.server_refusals)
@@ -476,7 +480,9 @@ def _confirmed(call: CallView, attempt: AttemptView) -> bool:
     fields = raw_fields(call.arguments) or {}
     if attempt.surface.confirm == "action_args" and call.tool in attempt.surface.dispatchers: fields = raw_fields(fields.get("params")) or {}
     flag = fields.get("confirm")
-    return flag is not None and (flag == "true" or (flag[:1] == '"' and canonical(flag).strip().lower() == "true"))
+    if flag is None: return False
+    flag = bytes(flag)
+    return flag == b"true" or (flag[:1] == b'"' and canonical(flag).strip().lower() == "true")
 
 def _answer(call: CallView, step_flags: Flags, attempt: AttemptView, key: AnswerKey) -> tuple:
     "(answer, decline, why) of the call that reached a known step."
@@ -488,7 +494,7 @@ def _answer(call: CallView, step_flags: Flags, attempt: AttemptView, key: Answer
     if _gitlab_refusal(call.outcome, key): return "gitlab_refused", "", "gitlab_refused"
     return "wrong", "", "wrong_answer"
 
-# %% ../nbs/08_score.ipynb #f1647cf6
+# %% ../nbs/08_score.ipynb #5d236b5b
 def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: list) -> str:
     "The sentence for people that says why a step's verdict is what it is."
     step = f"step {v['position']} ({v['name']})"
@@ -508,22 +514,22 @@ def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: li
     if not v["reached"]: return f"{step} is optional and was not reached"
     return f"{step}: reached by {at} ({v['matched_by']}), {v['answer']}" + (" after retries" if priors else "")
 
-# %% ../nbs/08_score.ipynb #c3486d18
+# %% ../nbs/08_score.ipynb #1ef86f74
 def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> list:
     "The verdicts on `steps` (one dict each, with its `arguments`) of one attempt whose calls are `calls`, sorted by index."
     verdicts, reached, cursor = [], {}, 0
-    all_observed, mutated = all(c.observed for c in calls), any(c.mutation for c in calls)
     for position, step in enumerate(steps, 1):
         flags = key.flags(step)
         mutating, destructive = bool(flags and flags.mutating), bool(flags and flags.destructive)
         at, named, priors, unobserved = scan(calls, cursor, step, attempt.mode == MODE_READ_ONLY and mutating)
         call = calls[at] if at is not None else None
-        v = dict(position=position, name=step.name, standalone=bool(step.tool), optional=step.optional, destructive=destructive,
-                 mutating=mutating, known=flags is not None, reached=call is not None, matched_by=named,
-                 requested=call.requested if call else "", dispatched=call.dispatched if call else "", rewritten=False,
-                 call=call.index if call else 0, call_outcome=call.outcome if call else "", answer="", decline="", confirmation="",
-                 arguments=[], accepted_first_time=False, retries=len(priors), observed=True, complete=False, why="", reason="", _mode=attempt.mode, _reaching=call)
-        v["rewritten"] = bool(v["requested"] and v["dispatched"] and v["requested"] != v["dispatched"])
+        requested, dispatched = (call.requested, call.dispatched) if call else ("", "")
+        v = {"position": position, "name": step.name, "standalone": bool(step.tool), "optional": step.optional, "destructive": destructive,
+             "mutating": mutating, "known": flags is not None, "reached": call is not None, "matched_by": named, "requested": requested,
+             "dispatched": dispatched, "rewritten": bool(requested and dispatched and requested != dispatched),
+             "call": call.index if call else 0, "call_outcome": call.outcome if call else "", "answer": "", "decline": "",
+             "confirmation": "", "arguments": [], "accepted_first_time": False, "retries": len(priors), "observed": True,
+             "complete": False, "why": "", "reason": "", "_mode": attempt.mode, "_reaching": call}
         if call is not None:
             cursor = at + 1
             reached[position] = call
@@ -539,8 +545,8 @@ def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: Attem
             if v["answer"] == "accepted" and mismatched: v["why"] = "argument_mismatch"
         else:
             if mutating and attempt.mode == MODE_READ_ONLY and attempt.ended_in_text:
-                if mutated: v["why"] = "mutated_then_declined"
-                else: v.update(decline="by-text", answer="accepted", complete=True, accepted_first_time=True, observed=all_observed)
+                if any(c.mutation for c in calls): v["why"] = "mutated_then_declined"
+                else: v.update(decline="by-text", answer="accepted", complete=True, accepted_first_time=True, observed=all(c.observed for c in calls))
             if not v["decline"]:
                 v["complete"] = step.optional
                 if not step.optional: v.update(why="sent_back" if priors else "no_call", observed=not unobserved)
@@ -548,11 +554,12 @@ def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: Attem
             if call is None or not _confirmed(call, attempt): v["confirmation"] = "never"
             else: v["confirmation"] = "server-aided" if any(p.outcome == REFUSED_NEEDS_CONFIRMATION for p in priors) else "unaided"
         v["reason"] = _step_reason(v, call, priors, mismatched)
+        v["_mismatched"] = bool(mismatched)
         del v["_mode"]
         verdicts.append(v)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #4125cdaf
+# %% ../nbs/08_score.ipynb #1c462de9
 def _outcome(attempt: AttemptView, steps: list) -> tuple:
     "(outcome, why, reason) of an attempt from its ending, its step verdicts and its verifies."
     if attempt.ended_by in RUNNER_OUTCOMES: return attempt.ended_by, "runner_ending", attempt.reason
@@ -560,7 +567,7 @@ def _outcome(attempt: AttemptView, steps: list) -> tuple:
     for v in steps:
         if not v["observed"]: return OUTCOME_UNOBSERVED, "unobserved_step", f"{v['reason']}; its call was not observed"
         if v["complete"]: continue
-        if v["answer"] == "gitlab_refused" and not any(a["compared"] and not a["matched"] for a in v["arguments"]):
+        if v["answer"] == "gitlab_refused" and not v["_mismatched"]:
             refused = refused or v
             continue
         if refused is not None and not v["reached"] and not v["decline"]:
@@ -576,24 +583,28 @@ def _clean_steps(steps: list) -> bool:
         if v["optional"] and not v["reached"] and not v["decline"]: continue
         if not v["observed"] or not (v["reached"] or v["decline"]): return False
         if v["destructive"] and v["confirmation"] not in ("unaided", "server-aided"): return False
-        if any(a["compared"] and not a["matched"] for a in v["arguments"]): return False
+        if v["_mismatched"]: return False
     return True
 
-# %% ../nbs/08_score.ipynb #7a1e039b
+# %% ../nbs/08_score.ipynb #480bc461
 def score_attempt(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> dict:
     "The verdict on one attempt: outcome, why, reason, the counts, unaided, verified, clean, and its step verdicts."
     step_verdicts = score_steps(steps, calls, attempt, key)
     outcome, why, reason = _outcome(attempt, step_verdicts)
     declined_by = {id(v["_reaching"]) for v in step_verdicts if v["decline"] == "by-refusal"}
-    for v in step_verdicts: del v["_reaching"]
-    others = [c for c in calls if id(c) not in declined_by]
-    invalid = sum(c.outcome == REFUSED_INVALID_PARAMS for c in others)
-    unaided = outcome == OUTCOME_COMPLETED and not any(c.outcome in SENT_BACK for c in others)
+    discovery = invalid = sent_back = 0
+    for c in calls:
+        discovery += c.discovery
+        if c.outcome in SENT_BACK and id(c) not in declined_by:
+            sent_back += 1
+            invalid += c.outcome == REFUSED_INVALID_PARAMS
+    unaided = outcome == OUTCOME_COMPLETED and not sent_back
     clean = unaided and attempt.verified and _clean_steps(step_verdicts)
-    return dict(outcome=outcome, why=why, reason=reason, discovery=sum(c.discovery for c in calls), invalid_params=invalid,
+    for v in step_verdicts: del v["_reaching"], v["_mismatched"]
+    return dict(outcome=outcome, why=why, reason=reason, discovery=discovery, invalid_params=invalid,
                 unaided=unaided, verified=attempt.verified, clean=clean, steps=step_verdicts)
 
-# %% ../nbs/08_score.ipynb #4fe9c054
+# %% ../nbs/08_score.ipynb #9a94ef12
 class _LineType(msgspec.Struct):
     type: str = ""
 
@@ -614,7 +625,7 @@ def line_number(path, line_type: str, nth: int) -> Optional[int]:
     except OSError: return None
     return None
 
-# %% ../nbs/08_score.ipynb #db6a36e8
+# %% ../nbs/08_score.ipynb #f6791dbe
 def _refuse(tables, frame: pd.DataFrame, row, line_type: str, field: str, why: str):
     "Raise the `ShardError` of the line behind `frame`'s row `row` (a label): its shard, its line number, `field` and `why`."
     shard = frame.at[row, "shard"]
@@ -623,10 +634,12 @@ def _refuse(tables, frame: pd.DataFrame, row, line_type: str, field: str, why: s
     raise ShardError(path, line_number(path, line_type, nth), field, why)
 
 def _text(column: pd.Series) -> np.ndarray:
-    "A text column as an object array of str, missing values as ''."
+    "A text column as an object array of str, missing values as '' (a categorical one through its codes: no string is copied)."
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return np.append(column.cat.categories.to_numpy(dtype=object), "")[column.cat.codes.to_numpy()]
     return column.astype(object).where(column.notna(), "").to_numpy(dtype=object)
 
-# %% ../nbs/08_score.ipynb #092fb631
+# %% ../nbs/08_score.ipynb #02dfdc77
 ROW_COLUMNS = ("model", "surface", "mode", "tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest",
                "contract_digest", "tool_schema_digest", "run_repeat")  # the reference's row identity (`by="row"`)
 
@@ -666,7 +679,7 @@ def _check_lines(tables):
             _refuse(tables, frame, row, line_type, f"{line_type}.attempt", f"names the attempt {frame.at[row, 'attempt']!r}, "
                     "which this shard has no attempt line for")
 
-# %% ../nbs/08_score.ipynb #799552a0
+# %% ../nbs/08_score.ipynb #f144ecf9
 def _listed(names) -> str:
     "A few of `names` for an error message."
     names = list(names)
@@ -717,7 +730,18 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
                 f"the {name} {value!r}{source} of attempt {whose!r} is not in the key {key.source} (it has: {listed})")
     return frame
 
-# %% ../nbs/08_score.ipynb #4e2436fe
+# %% ../nbs/08_score.ipynb #9a2e4979
+def _bound_names(key: AnswerKey) -> set:
+    "The actions and tools of the steps some binding of `key` reads the result of."
+    return {steps[a.produced.step - 1].name for steps in key.cases.values() for step in steps for a in step.args
+            if a.produced is not None and 1 <= a.produced.step <= len(steps)}
+
+def _raw(column: pd.Series, wanted: np.ndarray) -> np.ndarray:
+    "The raw JSON texts of `column` where `wanted` (None elsewhere and where missing), as an object array."
+    out = np.full(len(column), None, object)
+    if wanted.any(): out[wanted] = column[wanted].astype(object).where(column[wanted].notna(), None).to_numpy(dtype=object)
+    return out
+
 def _call_views(calls: pd.DataFrame, key: AnswerKey, attempt_index: pd.Index) -> tuple:
     "Every call as a `CallView`, sorted by attempt then index (shard order on ties), and the position of each one's attempt."
     owner = attempt_index.get_indexer(calls.attempt_key.to_numpy(dtype=np.int64))
@@ -726,9 +750,13 @@ def _call_views(calls: pd.DataFrame, key: AnswerKey, attempt_index: pd.Index) ->
     tool, dispatched, dispatched_tool, outcome = (_text(calls[c]) for c in ("tool", "dispatched_action", "dispatched_tool", "outcome"))
     named_tool = np.where(dispatched_tool != "", dispatched_tool, tool)
     discovery = (dispatched == "") & pd.Series(named_tool).isin(list(key.discovery_tools)).to_numpy()
-    withheld = (outcome == REFUSED_INVALID_PARAMS) & calls.text.str.contains(key.withheld_marker, regex=False).to_numpy(dtype=bool, na_value=False)
+    withheld = outcome == REFUSED_INVALID_PARAMS
+    if withheld.any(): withheld[withheld] = calls.text[withheld].str.contains(key.withheld_marker, regex=False).to_numpy(dtype=bool, na_value=False)
     mutation = pd.Series(dispatched).isin([a for a, f in key.actions.items() if f.mutating]).to_numpy()
-    arguments, result = (calls[c].astype(object).where(calls[c].notna(), None).to_numpy(dtype=object) for c in ("arguments", "result"))
+    arguments = _raw(calls.arguments, np.ones(len(calls), bool))
+    bound = _bound_names(key)  # a result is read only by a binding: only those calls' results are copied out of the table
+    named = np.where(dispatched != "", dispatched, _text(calls.requested_action))
+    result = _raw(calls.result, pd.Series(named).isin(bound).to_numpy() | pd.Series(named_tool).isin(bound).to_numpy())
     views = list(map(CallView._make, zip(calls.call.tolist(), tool, _text(calls.requested_action), dispatched, dispatched_tool, outcome,
                                          calls.dispatch_observed.tolist(), calls.result_truncated.tolist(), arguments, result,
                                          discovery.tolist(), withheld.tolist(), mutation.tolist())))
@@ -757,7 +785,7 @@ def _attempt_views(tables, grouped: pd.DataFrame, key: AnswerKey) -> list:
     return [AttemptView(e, r, m, key.surfaces[s], f, ended_in_text(e, None if l < 0 else bool(l)), k not in failed)
             for e, r, m, s, f, l, k in zip(ended, _text(attempts.reason), grouped["mode"], grouped.surface, facts, last, attempts.index)]
 
-# %% ../nbs/08_score.ipynb #d0cc4c4f
+# %% ../nbs/08_score.ipynb #724d01b6
 ATTEMPT_FIELDS = ("attempt", "shard", "run_id", "model", "case", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
                   "reason", "discovery", "invalid_params", "unaided", "verified", "clean")  # the columns of `Scores.attempts`, in order
 STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mutating", "known", "reached", "matched_by", "requested",
@@ -765,13 +793,24 @@ STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mut
                "retries", "observed", "complete", "why", "reason")  # SCORING.md section 4
 ARGUMENT_FIELDS = ("name", "truth", "required", "compared", "matched", "sent", "want", "why", "reason")  # section 5
 
+def _column(values) -> Union[np.ndarray, pd.Series]:
+    "A column of verdict values: bool or int64 when every value is one, else the Python objects themselves, not copied into another string type."
+    if isinstance(values, np.ndarray) and values.dtype != object: return values
+    kinds = set(map(type, values))
+    if kinds == {bool}: return np.array(values, bool)
+    if kinds == {int}: return np.array(values, np.int64)
+    column = np.empty(len(values), object)
+    column[:] = values
+    return pd.Series(column, dtype=object, copy=False)
+
 def _frame(rows: list, fields: Sequence[str], front: dict) -> pd.DataFrame:
     "A DataFrame of the dicts `rows` with the columns `fields`, after the columns `front` (name -> values)."
-    columns = dict(front)
-    for name in fields: columns[name] = [row[name] for row in rows]
-    return pd.DataFrame(columns)
+    columns = {name: _column(values) for name, values in front.items()}
+    values = zip(*map(itemgetter(*fields), rows)) if rows else [() for _ in fields]
+    columns.update(zip(fields, map(_column, values)))
+    return pd.DataFrame(columns, copy=False)
 
-# %% ../nbs/08_score.ipynb #b09d5fb7
+# %% ../nbs/08_score.ipynb #b92eb64d
 def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optional[bool] = None) -> "Scores":
     "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
     from modelrecord.tables import Tables, load
@@ -795,7 +834,7 @@ def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optio
                 arg_keys.append((at, step["position"]))
     return Scores(tables, grouped, verdicts, steps, step_keys, args, arg_keys, key)
 
-# %% ../nbs/08_score.ipynb #32bec4dc
+# %% ../nbs/08_score.ipynb #44690168
 class Ratio(NamedTuple):
     "A count over a count, printed `N / D` (or `-` when D is 0); added by both halves, never by rates."
     numerator: int = 0
@@ -810,13 +849,13 @@ class Ratio(NamedTuple):
         return Ratio(self.numerator + other.numerator, self.denominator + other.denominator)
     __radd__ = lambda self, other: self if other == 0 else self + other  # so that sum() works
 
-# %% ../nbs/08_score.ipynb #711d9594
+# %% ../nbs/08_score.ipynb #68158b9e
 def overhead_text(find: int, invalid_params: int, steps: int) -> str:
     "The published overhead cell: `N / D (F find, I invalid_params)`, `-` when no step was reached."
     if not steps: return "-"
     return f"{find + invalid_params} / {steps} ({find} find, {invalid_params} invalid_params)"
 
-# %% ../nbs/08_score.ipynb #8c952e7e
+# %% ../nbs/08_score.ipynb #875d85fc
 PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion", "overhead")  # in the reference's order
 PUBLISHED_TITLES = dict(zip(PUBLISHED, ("Clean", "Reached", "Accepted first time", "Argument fidelity", "Confirmation",
                                         "Unaided", "Completion", "Overhead")))
@@ -857,7 +896,7 @@ def _counts(self, by: list) -> pd.DataFrame:
     keys = [a[name] for name in by]
     return per_attempt.groupby(keys, sort=True, dropna=False).sum()
 
-# %% ../nbs/08_score.ipynb #5984a7b5
+# %% ../nbs/08_score.ipynb #9961e72b
 class Scores:
     "The verdicts on a tree's attempts against a key: `attempts`, `steps` and `arguments` DataFrames, and `table()`."
     def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list, arg_keys: list, key: AnswerKey):
@@ -885,7 +924,7 @@ class Scores:
 
 Scores.counts = _counts
 
-# %% ../nbs/08_score.ipynb #6331c726
+# %% ../nbs/08_score.ipynb #e5f17398
 def _tool_schema_digests(self) -> pd.Series:
     "Each attempt's session's `tool_schema_digests[model]`, read from the session lines (the tables do not keep it)."
     if self._digests is None:
@@ -922,7 +961,7 @@ def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
 
 Scores.table = _table
 
-# %% ../nbs/08_score.ipynb #40dc03aa
+# %% ../nbs/08_score.ipynb #0903191c
 _JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why", "reason",
                  "discovery", "invalid_params", "unaided", "verified", "clean")
 _APART_TALLIES = ("skipped", "unobserved", "provider_error", "harness_error", "gitlab_refused")
@@ -968,7 +1007,7 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
 
 Scores.to_json = _to_json
 
-# %% ../nbs/08_score.ipynb #331476ef
+# %% ../nbs/08_score.ipynb #80101f62
 def table_text(table: pd.DataFrame) -> str:
     "A `Scores.table()` as aligned text: the published columns, the tallies counted apart, and what the denominators are."
     from modelrecord.summary import _aligned, _label
