@@ -2,8 +2,8 @@
 
     python bench/bench_score.py [--bytes 180000000] [--repeat 2] [--tree DIR]
 
-The tree is written once by `modelrecord.sample.write_tree` (as bench/bench_tables.py does) under
-bench/out/ (git-ignored), with the answer key the generator writes beside it (key.json). Each
+The tree is bench/bench_tables.py's (written once by `modelrecord.sample.write_tree` under bench/out/,
+git-ignored), with the answer key the generator writes beside it (key.json). Each
 measurement runs in a fresh subprocess:
 - load: `modelrecord.tables.load(tree, workers=1)`, the tables every summary reads;
 - load+content: `load(tree, workers=1, content=True)`, the tables scoring reads (arguments, results,
@@ -23,11 +23,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-
-def _rss_mb() -> float:
-    "The resident memory of this process now, in MB."
-    with open("/proc/self/statm") as statm: return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+sys.path.insert(0, str(HERE))
+from bench_tables import _rss_mb, tree_of  # noqa: E402  (the same tree, written the same way)
 
 
 class _Peak:
@@ -75,14 +72,11 @@ def run(name: str, tree: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def tree_of(size: int, tree: Path = None) -> Path:
-    "The benchmark tree of about `size` bytes with its key, written once."
-    from modelrecord.sample import write_tree
-    tree = tree or HERE / "out" / f"score-{size // 1_000_000}mb"
+def keyed_tree(size: int, tree: Path = None) -> Path:
+    "The benchmark tree of bench_tables.py (written once), which must hold the answer key the generator writes beside it."
+    tree = tree_of(size, tree)
     if not (tree / "key.json").exists():
-        start = time.perf_counter()
-        write_tree(tree, seed=0, target_bytes=size, replace=True)
-        print(f"wrote {tree} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        sys.exit(f"{tree} has no key.json: it was written before the generator wrote answer keys; delete it and run again")
     return tree
 
 
@@ -96,7 +90,7 @@ def main():
     if args.measure:
         print(json.dumps(measure(args.measure, str(args.tree))))
         return
-    tree = tree_of(args.bytes, args.tree)
+    tree = keyed_tree(args.bytes, args.tree)
     size = sum(p.stat().st_size for p in tree.rglob("modeleval-*.jsonl"))
     print(f"tree: {tree} ({size / 1e6:.0f} MB, {len(list(tree.rglob('modeleval-*.jsonl')))} shards)")
     print(f"cores: {len(os.sched_getaffinity(0))}, load average before: {os.getloadavg()[0]:.2f} (the machine is shared)")
