@@ -14,7 +14,7 @@ __all__ = ['OUTCOME_COMPLETED', 'OUTCOME_FAILED', 'OUTCOME_GITLAB_REFUSED', 'OUT
            'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio', 'overhead_text',
            'Scores', 'table_text']
 
-# %% ../nbs/08_score.ipynb #ffb2a291
+# %% ../nbs/08_score.ipynb #f99dcdf8
 import math
 import os
 import re
@@ -32,7 +32,7 @@ from .record import (
     ENDED_PROVIDER_ERROR, ENDED_SKIPPED, OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_PROTOCOL_ERROR,
     OUTCOME_REFUSED_PREFIX, OUTCOME_TOOL_ERROR, refused_outcome)
 
-# %% ../nbs/08_score.ipynb #2453755d
+# %% ../nbs/08_score.ipynb #0ec225ed
 OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_GITLAB_REFUSED, OUTCOME_UNOBSERVED = (
     "completed", "failed", "gitlab_refused", "unobserved")
 RUNNER_OUTCOMES = (ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_OVER_BUDGET)  # ended_by that is the outcome
@@ -53,10 +53,10 @@ ARGUMENT_WHY = ("not_sent", "fact_not_recorded", "binding_outside_key", "binding
                 "binding_no_field", "binding_null", "no_truth", "mismatch")
 TRUTHS = ("authored", "fact", "literal", "produced", "none")  # an argument's truth kinds, in order of precedence
 
-# %% ../nbs/08_score.ipynb #b557d741
+# %% ../nbs/08_score.ipynb #6854991f
 MODE_READ_ONLY, MODE_SAFE, MODE_DEFAULT = "read-only", "safe", "default"
 
-# %% ../nbs/08_score.ipynb #0b27c4a6
+# %% ../nbs/08_score.ipynb #851b81f3
 SERVER_REFUSALS = ("safe_mode", "needs_confirmation", "invalid_params", "unknown_action", "rate_limited", "fine_grained")  # refused:R that are not GitLab's
 WITHHELD_MARKER = "/properties/action"  # in the text of a read-only server's refused:invalid_params: the action was withheld
 CONFIRM_PLACES = ("top", "action_args")  # where a surface's `confirm` flag is: the call's top level, or the action's arguments
@@ -102,7 +102,7 @@ class Surface(NamedTuple):
     dispatchers: frozenset = frozenset()
     confirm: str = "top"
 
-# %% ../nbs/08_score.ipynb #515a46c2
+# %% ../nbs/08_score.ipynb #e9c56077
 class AnswerKeyError(ValueError):
     "An answer key that cannot be used: the key file, the place in it, and what is wrong."
     def __init__(self, source, where: str, why: str):
@@ -110,7 +110,7 @@ class AnswerKeyError(ValueError):
         super().__init__(f"{self.source}: {where}: {why}" if where else f"{self.source}: {why}")
     def __reduce__(self): return AnswerKeyError, (self.source, self.where, self.why)
 
-# %% ../nbs/08_score.ipynb #bff27fa3
+# %% ../nbs/08_score.ipynb #2cf2de5f
 class _Reader:
     "Reads one part of a key mapping, refusing what is not the format with where it is."
     def __init__(self, source: str): self.source = source
@@ -136,7 +136,7 @@ def _kind(value) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: f"the text {value!r}", list: "a list",
             tuple: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
-# %% ../nbs/08_score.ipynb #204a88b9
+# %% ../nbs/08_score.ipynb #33eba2c8
 _ARGUMENT_FIELDS = ("name", "required", "fact", "literal", "produced", "authored")
 _STEP_FIELDS = ("action", "tool", "optional", "args", "produces")
 
@@ -172,7 +172,7 @@ def _step(read: _Reader, value, where: str) -> Step:
     return Step(action=action, tool=tool, optional=read.flag(value.get("optional", False), f"{where}.optional"),
                 args=args, produces=read.texts(value.get("produces", []) or [], f"{where}.produces"))
 
-# %% ../nbs/08_score.ipynb #58407d8b
+# %% ../nbs/08_score.ipynb #1c9cbc4c
 def _catalog(read: _Reader, value, where: str) -> dict:
     "The flags of each action or tool of one part of the catalog."
     out = {}
@@ -194,7 +194,7 @@ def _surfaces(read: _Reader, value) -> dict:
         out[name] = Surface(frozenset(read.texts(entry.get("dispatchers", []) or [], f"surfaces.{name}.dispatchers")), confirm)
     return out
 
-# %% ../nbs/08_score.ipynb #3d8f59cd
+# %% ../nbs/08_score.ipynb #b53a91fb
 _KEY_FIELDS = ("cases", "catalog", "surfaces", "discovery_tools", "fact_spellings", "tiers", "server_refusals", "withheld_marker")
 
 class AnswerKey(NamedTuple):
@@ -219,7 +219,7 @@ class AnswerKey(NamedTuple):
         return (f"AnswerKey({os.path.basename(self.source)}: {len(self.cases)} cases, {steps} steps, {len(self.actions)} actions, "
                 f"{len(self.tools)} tools, surfaces {', '.join(self.surfaces) or 'none'})")
 
-# %% ../nbs/08_score.ipynb #7694e8d1
+# %% ../nbs/08_score.ipynb #1dc1d634
 def _parsed(path) -> Mapping:
     "The mapping in the key file at `path`: JSON when it ends in .json, YAML otherwise."
     source = os.fspath(path)
@@ -254,7 +254,7 @@ def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey]) -> AnswerKey:
                      server_refusals=frozenset(read.texts(value.get("server_refusals", SERVER_REFUSALS), "server_refusals")),
                      withheld_marker=read.text(value.get("withheld_marker", WITHHELD_MARKER), "withheld_marker"), source=source)
 
-# %% ../nbs/08_score.ipynb #39a65d30
+# %% ../nbs/08_score.ipynb #89150d49
 def check_key(key) -> list:
     "The problems the stricter author's gate finds in `key` (empty when it passes): one truth per argument, bindings to earlier steps' `produces`."
     key, problems = load_key(key), []
@@ -276,7 +276,7 @@ def check_key(key) -> list:
                                     f"({steps[bound.step - 1].name}) does not list in produces")
     return problems
 
-# %% ../nbs/08_score.ipynb #f34bb7b1
+# %% ../nbs/08_score.ipynb #a00bd139
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SPECIAL = re.compile(r"[+-]?(?:inf|infinity|nan)\Z", re.IGNORECASE)
 _HEX = re.compile(r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?)?[pP][+-]?[0-9](?:_?[0-9])*\Z")
@@ -292,7 +292,7 @@ def go_number(text: str) -> Optional[float]:
         except (ValueError, OverflowError): return None
     return None
 
-# %% ../nbs/08_score.ipynb #392928c8
+# %% ../nbs/08_score.ipynb #9a34fa84
 def canonical(raw) -> Optional[str]:
     "The canonical text of the raw JSON value `raw` (text, bytes or `msgspec.Raw`): None for absent or null, a string's content, else compact JSON."
     if raw is None: return None
@@ -320,7 +320,7 @@ def values_equal(sent: Optional[str], want: Optional[str]) -> bool:
     a, b = go_number(sent), go_number(want)
     return a is not None and b is not None and a == b
 
-# %% ../nbs/08_score.ipynb #78686a63
+# %% ../nbs/08_score.ipynb #76e44054
 def raw_fields(raw) -> Optional[dict]:
     "The fields of the raw JSON object `raw` (text, bytes or `msgspec.Raw`) as name -> raw JSON of the value; None when `raw` is not an object."
     if raw is None: return None
@@ -332,7 +332,7 @@ def raw_fields(raw) -> Optional[dict]:
         value = json.loads(data)
         return {k: json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode() for k, v in value.items()} if isinstance(value, dict) else None
 
-# %% ../nbs/08_score.ipynb #633547b6
+# %% ../nbs/08_score.ipynb #754fdbd8
 class CallView(NamedTuple):
     "The fields of one call that scoring reads, with the flags that follow from the key."
     index: int
@@ -362,7 +362,7 @@ def call_view(call, key: AnswerKey) -> CallView:
     return CallView(call.index, call.tool, call.requested_action, call.dispatched_action, call.dispatched_tool, call.outcome,
                     call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld, mutation)
 
-# %% ../nbs/08_score.ipynb #1816738f
+# %% ../nbs/08_score.ipynb #3c2cc936
 class AttemptView(NamedTuple):
     "What scoring reads of one attempt besides its calls."
     ended_by: str
@@ -377,7 +377,7 @@ def ended_in_text(ended_by: str, last_turn_calls_a_tool: Optional[bool]) -> bool
     "Whether an attempt's conversation ended in text, from its ending and whether its last turn (None: no turn) holds a tool call."
     return ended_by == ENDED_NO_TOOL_CALL or (ended_by == ENDED_COMPLETED and not last_turn_calls_a_tool)
 
-# %% ../nbs/08_score.ipynb #94b9d790
+# %% ../nbs/08_score.ipynb #2f7afb3e
 def _names(call: CallView, step: Step) -> str:
     "How `call` names `step`: 'tool', 'dispatched' or 'requested', or '' when it does not."
     if step.tool: return "tool" if (call.dispatched_tool or call.tool) == step.tool else ""
@@ -403,7 +403,7 @@ def scan(calls: Sequence[CallView], cursor: int, step: Step, declines: bool) -> 
         return at, named, priors, unobserved
     return None, "", priors, unobserved
 
-# %% ../nbs/08_score.ipynb #8e529e75
+# %% ../nbs/08_score.ipynb #ee82a73f
 def _bound(produced: Produced, reached: dict, steps: int) -> tuple:
     "The raw value a binding names, as (raw text or None, why it cannot be had)."
     if not 1 <= produced.step <= steps: return None, "binding_outside_key"
@@ -430,7 +430,7 @@ def _wants(argument: Argument, truth: str, facts: dict, key: AnswerKey, reached:
         return ([canonical(raw)], "") if not why else ([], why)
     return [], "no_truth"
 
-# %% ../nbs/08_score.ipynb #0dfb0384
+# %% ../nbs/08_score.ipynb #04794589
 _ARGUMENT_REASONS = {
     "not_sent": "{name} is required but was not sent", "fact_not_recorded": "{name} is the fact {fact!r}, which the attempt does not record",
     "binding_outside_key": "{name} binds to step {bound}, which the key does not have", "binding_unreached": "{name} binds to step {bound}, which no call reached",
@@ -470,7 +470,7 @@ def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, 
                 name=argument.name, fact=argument.fact, sent=sent, want=want, bound=bound and bound.step, field=bound and bound.field)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #1376ac22
+# %% ../nbs/08_score.ipynb #7e595d00
 def _gitlab_refusal(outcome: str, key: AnswerKey) -> bool:
     "Whether GitLab (not the MCP server) refused: a tool error, or a refusal for a reason that is not the server's own."
     return outcome == OUTCOME_TOOL_ERROR or (outcome.startswith(OUTCOME_REFUSED_PREFIX) and outcome[len(OUTCOME_REFUSED_PREFIX):] not in key.server_refusals)
@@ -494,7 +494,7 @@ def _answer(call: CallView, step_flags: Flags, attempt: AttemptView, key: Answer
     if _gitlab_refusal(call.outcome, key): return "gitlab_refused", "", "gitlab_refused"
     return "wrong", "", "wrong_answer"
 
-# %% ../nbs/08_score.ipynb #51671533
+# %% ../nbs/08_score.ipynb #730189b2
 def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: list) -> str:
     "The sentence for people that says why a step's verdict is what it is."
     step = f"step {v['position']} ({v['name']})"
@@ -514,7 +514,7 @@ def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: li
     if not v["reached"]: return f"{step} is optional and was not reached"
     return f"{step}: reached by {at} ({v['matched_by']}), {v['answer']}" + (" after retries" if priors else "")
 
-# %% ../nbs/08_score.ipynb #d9c376b5
+# %% ../nbs/08_score.ipynb #22fe8c1c
 def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> list:
     "The verdicts on `steps` (one dict each, with its `arguments`) of one attempt whose calls are `calls`, sorted by index."
     verdicts, reached, cursor = [], {}, 0
@@ -559,7 +559,7 @@ def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: Attem
         verdicts.append(v)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #d8cccd7f
+# %% ../nbs/08_score.ipynb #c93da473
 def _outcome(attempt: AttemptView, steps: list) -> tuple:
     "(outcome, why, reason) of an attempt from its ending, its step verdicts and its verifies."
     if attempt.ended_by in RUNNER_OUTCOMES: return attempt.ended_by, "runner_ending", attempt.reason
@@ -586,7 +586,7 @@ def _clean_steps(steps: list) -> bool:
         if v["_mismatched"]: return False
     return True
 
-# %% ../nbs/08_score.ipynb #2041a25d
+# %% ../nbs/08_score.ipynb #fed9902b
 def score_attempt(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> dict:
     "The verdict on one attempt: outcome, why, reason, the counts, unaided, verified, clean, and its step verdicts."
     step_verdicts = score_steps(steps, calls, attempt, key)
@@ -604,7 +604,7 @@ def score_attempt(steps: Sequence[Step], calls: Sequence[CallView], attempt: Att
     return dict(outcome=outcome, why=why, reason=reason, discovery=discovery, invalid_params=invalid,
                 unaided=unaided, verified=attempt.verified, clean=clean, steps=step_verdicts)
 
-# %% ../nbs/08_score.ipynb #5e1f5e25
+# %% ../nbs/08_score.ipynb #a43b7519
 class _LineType(msgspec.Struct):
     type: str = ""
 
@@ -625,7 +625,7 @@ def line_number(path, line_type: str, nth: int) -> Optional[int]:
     except OSError: return None
     return None
 
-# %% ../nbs/08_score.ipynb #f4426323
+# %% ../nbs/08_score.ipynb #8c7a0554
 def _refuse(tables, frame: pd.DataFrame, row, line_type: str, field: str, why: str):
     "Raise the `ShardError` of the line behind `frame`'s row `row` (a label): its shard, its line number, `field` and `why`."
     shard = frame.at[row, "shard"]
@@ -639,7 +639,7 @@ def _text(column: pd.Series) -> np.ndarray:
         return np.append(column.cat.categories.to_numpy(dtype=object), "")[column.cat.codes.to_numpy()]
     return column.astype(object).where(column.notna(), "").to_numpy(dtype=object)
 
-# %% ../nbs/08_score.ipynb #ab028cb4
+# %% ../nbs/08_score.ipynb #794d1987
 ROW_COLUMNS = ("model", "surface", "mode", "run_tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest",
                "contract_digest", "tool_schema_digest", "run_repeat")  # the reference's row identity (`by="row"`)
 
@@ -679,7 +679,7 @@ def _check_lines(tables):
             _refuse(tables, frame, row, line_type, f"{line_type}.attempt", f"names the attempt {frame.at[row, 'attempt']!r}, "
                     "which this shard has no attempt line for")
 
-# %% ../nbs/08_score.ipynb #86a573e6
+# %% ../nbs/08_score.ipynb #b2a449da
 def _listed(names) -> str:
     "A few of `names` for an error message."
     names = list(names)
@@ -731,7 +731,7 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
                 f"the {name} {value!r}{source} of attempt {whose!r} is not in the key {key.source} (it has: {listed})")
     return frame
 
-# %% ../nbs/08_score.ipynb #a2d2d1e0
+# %% ../nbs/08_score.ipynb #5901d494
 def _bound_names(key: AnswerKey) -> set:
     "The actions and tools of the steps some binding of `key` reads the result of."
     return {steps[a.produced.step - 1].name for steps in key.cases.values() for step in steps for a in step.args
@@ -786,7 +786,7 @@ def _attempt_views(tables, grouped: pd.DataFrame, key: AnswerKey) -> list:
     return [AttemptView(e, r, m, key.surfaces[s], f, ended_in_text(e, None if l < 0 else bool(l)), k not in failed)
             for e, r, m, s, f, l, k in zip(ended, _text(attempts.reason), grouped["mode"], grouped.surface, facts, last, attempts.index)]
 
-# %% ../nbs/08_score.ipynb #f62d8518
+# %% ../nbs/08_score.ipynb #7dec9a32
 ATTEMPT_FIELDS = ("attempt", "shard", "run_id", "model", "case", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
                   "reason", "discovery", "invalid_params", "unaided", "verified", "clean")  # the columns of `Scores.attempts`, in order
 STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mutating", "known", "reached", "matched_by", "requested",
@@ -816,7 +816,7 @@ def _frame(rows: list, fields: Sequence[str], front: dict) -> pd.DataFrame:
     columns.update({name: _column(column, name) for name, column in zip(fields, values)})
     return pd.DataFrame(columns, copy=False)
 
-# %% ../nbs/08_score.ipynb #8924adc8
+# %% ../nbs/08_score.ipynb #b8af4382
 def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optional[bool] = None) -> "Scores":
     "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
     from modelrecord.tables import Tables, load
@@ -841,7 +841,7 @@ def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optio
                     arg_keys.append((at, step["position"]))
         return Scores(tables, grouped, verdicts, steps, step_keys, args, arg_keys, key)
 
-# %% ../nbs/08_score.ipynb #622d7a37
+# %% ../nbs/08_score.ipynb #d5652fd9
 class Ratio(NamedTuple):
     "A count over a count, printed `N / D` (or `-` when D is 0); added by both halves, never by rates."
     numerator: int = 0
@@ -856,13 +856,13 @@ class Ratio(NamedTuple):
         return Ratio(self.numerator + other.numerator, self.denominator + other.denominator)
     __radd__ = lambda self, other: self if other == 0 else self + other  # so that sum() works
 
-# %% ../nbs/08_score.ipynb #6e30a5b5
+# %% ../nbs/08_score.ipynb #2b49ee4f
 def overhead_text(find: int, invalid_params: int, steps: int) -> str:
     "The published overhead cell: `N / D (F find, I invalid_params)`, `-` when no step was reached."
     if not steps: return "-"
     return f"{find + invalid_params} / {steps} ({find} find, {invalid_params} invalid_params)"
 
-# %% ../nbs/08_score.ipynb #7659c9ab
+# %% ../nbs/08_score.ipynb #111e41fe
 PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion", "overhead")  # in the reference's order
 PUBLISHED_TITLES = dict(zip(PUBLISHED, ("Clean", "Reached", "Accepted first time", "Argument fidelity", "Confirmation",
                                         "Unaided", "Completion", "Overhead")))
@@ -903,7 +903,7 @@ def _counts(self, by: list) -> pd.DataFrame:
     keys = [a[name] for name in by]
     return per_attempt.groupby(keys, sort=True, dropna=False).sum()
 
-# %% ../nbs/08_score.ipynb #79b5ef78
+# %% ../nbs/08_score.ipynb #0176a6dc
 class Scores:
     "The verdicts on a tree's attempts against a key: `attempts`, `steps` and `arguments` DataFrames, and `table()`."
     def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list, arg_keys: list, key: AnswerKey):
@@ -932,7 +932,7 @@ class Scores:
 
 Scores.counts = _counts
 
-# %% ../nbs/08_score.ipynb #59018d2a
+# %% ../nbs/08_score.ipynb #ece35c06
 def _tool_schema_digests(self) -> pd.Series:
     "Each attempt's session's `tool_schema_digests[model]`, read from the session lines (the tables do not keep it)."
     if self._digests is None:
@@ -969,7 +969,7 @@ def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
 
 Scores.table = _table
 
-# %% ../nbs/08_score.ipynb #4a2c0ffc
+# %% ../nbs/08_score.ipynb #ce4c12f7
 _JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why", "reason",
                  "discovery", "invalid_params", "unaided", "verified", "clean")
 _APART_TALLIES = ("skipped", "unobserved", "provider_error", "harness_error", "gitlab_refused")
@@ -1015,7 +1015,7 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
 
 Scores.to_json = _to_json
 
-# %% ../nbs/08_score.ipynb #121d0cd2
+# %% ../nbs/08_score.ipynb #dac8c71d
 def table_text(table: pd.DataFrame) -> str:
     "A `Scores.table()` as aligned text: the published columns, the tallies counted apart, and what the denominators are."
     from modelrecord.summary import _aligned, _label
