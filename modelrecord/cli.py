@@ -89,13 +89,17 @@ def score(args) -> int:
 
 # %% ../nbs/17_cli.ipynb #3f809535
 def explore(args) -> int:
-    "Serve the explorer of a tree as a web page on 127.0.0.1 until Ctrl-C."
+    "Serve the explorer of a tree (scored against `--key`, if given) as a web page on 127.0.0.1 until Ctrl-C."
     from modelrecord.serve import serve
     from modelrecord.reader import shard_paths
     tree = _tree(args.path)
-    try: shard_paths(tree)
-    except ShardError as error: return _refused(error)
-    return serve(tree, port=args.port)
+    try:
+        shard_paths(tree)
+        if args.key:
+            from modelrecord.score import load_key
+            load_key(args.key)  # a malformed key is refused before a server starts
+    except (ShardError, ValueError) as error: return _refused(error)
+    return serve(tree, port=args.port, key=args.key)
 
 # %% ../nbs/17_cli.ipynb #d62bbc26
 def parser() -> argparse.ArgumentParser:
@@ -126,6 +130,7 @@ def parser() -> argparse.ArgumentParser:
     write.add_argument("--workers", **workers)
     show = command("explore", explore, "serve the explorer of a tree as a web page on 127.0.0.1 (Ctrl-C stops it)")
     show.add_argument("--port", type=int, default=0, help="the port to serve on (default: a free one)")
+    show.add_argument("--key", help="an answer key (JSON or YAML): the page shows each attempt's verdict against it")
     return top
 
 def main(argv=None) -> int:

@@ -14,7 +14,7 @@ __all__ = ['OUTCOME_COMPLETED', 'OUTCOME_FAILED', 'OUTCOME_GITLAB_REFUSED', 'OUT
            'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio', 'overhead_text',
            'Scores', 'table_text']
 
-# %% ../nbs/08_score.ipynb #f99dcdf8
+# %% ../nbs/08_score.ipynb #55b014e5
 import math
 import os
 import re
@@ -32,7 +32,7 @@ from .record import (
     ENDED_PROVIDER_ERROR, ENDED_SKIPPED, OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_PROTOCOL_ERROR,
     OUTCOME_REFUSED_PREFIX, OUTCOME_TOOL_ERROR, refused_outcome)
 
-# %% ../nbs/08_score.ipynb #0ec225ed
+# %% ../nbs/08_score.ipynb #bea7d291
 OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_GITLAB_REFUSED, OUTCOME_UNOBSERVED = (
     "completed", "failed", "gitlab_refused", "unobserved")
 RUNNER_OUTCOMES = (ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_OVER_BUDGET)  # ended_by that is the outcome
@@ -53,10 +53,10 @@ ARGUMENT_WHY = ("not_sent", "fact_not_recorded", "binding_outside_key", "binding
                 "binding_no_field", "binding_null", "no_truth", "mismatch")
 TRUTHS = ("authored", "fact", "literal", "produced", "none")  # an argument's truth kinds, in order of precedence
 
-# %% ../nbs/08_score.ipynb #6854991f
+# %% ../nbs/08_score.ipynb #41fcf4fb
 MODE_READ_ONLY, MODE_SAFE, MODE_DEFAULT = "read-only", "safe", "default"
 
-# %% ../nbs/08_score.ipynb #851b81f3
+# %% ../nbs/08_score.ipynb #cd02f808
 SERVER_REFUSALS = ("safe_mode", "needs_confirmation", "invalid_params", "unknown_action", "rate_limited", "fine_grained")  # refused:R that are not GitLab's
 WITHHELD_MARKER = "/properties/action"  # in the text of a read-only server's refused:invalid_params: the action was withheld
 CONFIRM_PLACES = ("top", "action_args")  # where a surface's `confirm` flag is: the call's top level, or the action's arguments
@@ -102,7 +102,7 @@ class Surface(NamedTuple):
     dispatchers: frozenset = frozenset()
     confirm: str = "top"
 
-# %% ../nbs/08_score.ipynb #e9c56077
+# %% ../nbs/08_score.ipynb #7161a09d
 class AnswerKeyError(ValueError):
     "An answer key that cannot be used: the key file, the place in it, and what is wrong."
     def __init__(self, source, where: str, why: str):
@@ -110,7 +110,7 @@ class AnswerKeyError(ValueError):
         super().__init__(f"{self.source}: {where}: {why}" if where else f"{self.source}: {why}")
     def __reduce__(self): return AnswerKeyError, (self.source, self.where, self.why)
 
-# %% ../nbs/08_score.ipynb #2cf2de5f
+# %% ../nbs/08_score.ipynb #fa7346d5
 class _Reader:
     "Reads one part of a key mapping, refusing what is not the format with where it is."
     def __init__(self, source: str): self.source = source
@@ -130,13 +130,17 @@ class _Reader:
         if not isinstance(value, (list, tuple)): self.fail(where, f"must be a list of text, got {_kind(value)}")
         return tuple(self.text(v, f"{where}[{i}]") for i, v in enumerate(value))
 
+def _given(value, default):
+    "`value`, or `default` when the key leaves it out (null): an empty value of the wrong kind is still refused."
+    return default if value is None else value
+
 def _kind(value) -> str:
     "How a YAML/JSON value is described in an error."
     if value is None: return "null"
     return {bool: "a boolean", int: "a number", float: "a number", str: f"the text {value!r}", list: "a list",
             tuple: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
 
-# %% ../nbs/08_score.ipynb #33eba2c8
+# %% ../nbs/08_score.ipynb #f7ca2bb7
 _ARGUMENT_FIELDS = ("name", "required", "fact", "literal", "produced", "authored")
 _STEP_FIELDS = ("action", "tool", "optional", "args", "produces")
 
@@ -155,28 +159,28 @@ def _argument(read: _Reader, value, where: str) -> Argument:
     literal = value.get("literal")
     if isinstance(literal, float) and not math.isfinite(literal): read.fail(f"{where}.literal", "must be a JSON value")
     return Argument(name=name, required=read.flag(value.get("required", False), f"{where}.required"),
-                    fact=read.text(value.get("fact", "") or "", f"{where}.fact"), literal=literal, produced=produced,
+                    fact=read.text(_given(value.get("fact"), ""), f"{where}.fact"), literal=literal, produced=produced,
                     authored=read.flag(value.get("authored", False), f"{where}.authored"))
 
 def _step(read: _Reader, value, where: str) -> Step:
     "One step of a case, structure checked: one of action or tool, unique argument names."
     value = read.mapping(value, where, _STEP_FIELDS)
-    action, tool = (read.text(value.get(k, "") or "", f"{where}.{k}") for k in ("action", "tool"))
+    action, tool = (read.text(_given(value.get(k), ""), f"{where}.{k}") for k in ("action", "tool"))
     if bool(action) == bool(tool): read.fail(where, "must name one of action or tool" + (", not both" if action else ""))
-    raw_args = value.get("args", []) or []
+    raw_args = _given(value.get("args"), [])
     if not isinstance(raw_args, (list, tuple)): read.fail(f"{where}.args", f"must be a list, got {_kind(raw_args)}")
     args = tuple(_argument(read, a, f"{where}.args[{i}]") for i, a in enumerate(raw_args))
     names = [a.name for a in args]
     twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
     if twice: read.fail(f"{where}.args", f"names the argument {twice!r} twice")
     return Step(action=action, tool=tool, optional=read.flag(value.get("optional", False), f"{where}.optional"),
-                args=args, produces=read.texts(value.get("produces", []) or [], f"{where}.produces"))
+                args=args, produces=read.texts(_given(value.get("produces"), []), f"{where}.produces"))
 
-# %% ../nbs/08_score.ipynb #1c9cbc4c
+# %% ../nbs/08_score.ipynb #9d4bcd34
 def _catalog(read: _Reader, value, where: str) -> dict:
     "The flags of each action or tool of one part of the catalog."
     out = {}
-    for name, entry in read.mapping(value or {}, where).items():
+    for name, entry in read.mapping(_given(value, {}), where).items():
         entry = read.mapping(entry if entry is not None else {}, f"{where}.{name}", ("mutating", "destructive", "meta", "individual"))
         out[name] = Flags(read.flag(entry.get("mutating", False), f"{where}.{name}.mutating"),
                           read.flag(entry.get("destructive", False), f"{where}.{name}.destructive"))
@@ -187,14 +191,14 @@ def _catalog(read: _Reader, value, where: str) -> dict:
 def _surfaces(read: _Reader, value) -> dict:
     "Each surface's dispatcher tools and confirm place."
     out = {}
-    for name, entry in read.mapping(value or {}, "surfaces").items():
+    for name, entry in read.mapping(_given(value, {}), "surfaces").items():
         entry = read.mapping(entry if entry is not None else {}, f"surfaces.{name}", ("dispatchers", "confirm"))
         confirm = entry.get("confirm", "top")
         if confirm not in CONFIRM_PLACES: read.fail(f"surfaces.{name}.confirm", f"must be one of {', '.join(CONFIRM_PLACES)}, got {_kind(confirm)}")
-        out[name] = Surface(frozenset(read.texts(entry.get("dispatchers", []) or [], f"surfaces.{name}.dispatchers")), confirm)
+        out[name] = Surface(frozenset(read.texts(_given(entry.get("dispatchers"), []), f"surfaces.{name}.dispatchers")), confirm)
     return out
 
-# %% ../nbs/08_score.ipynb #b53a91fb
+# %% ../nbs/08_score.ipynb #8e727738
 _KEY_FIELDS = ("cases", "catalog", "surfaces", "discovery_tools", "fact_spellings", "tiers", "server_refusals", "withheld_marker")
 
 class AnswerKey(NamedTuple):
@@ -219,7 +223,7 @@ class AnswerKey(NamedTuple):
         return (f"AnswerKey({os.path.basename(self.source)}: {len(self.cases)} cases, {steps} steps, {len(self.actions)} actions, "
                 f"{len(self.tools)} tools, surfaces {', '.join(self.surfaces) or 'none'})")
 
-# %% ../nbs/08_score.ipynb #1dc1d634
+# %% ../nbs/08_score.ipynb #017b7ca8
 def _parsed(path) -> Mapping:
     "The mapping in the key file at `path`: JSON when it ends in .json, YAML otherwise."
     source = os.fspath(path)
@@ -240,21 +244,21 @@ def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey]) -> AnswerKey:
     read = _Reader(source)
     value = read.mapping(value, "", _KEY_FIELDS)
     cases = {}
-    for case, entry in read.mapping(value.get("cases") or {}, "cases").items():
+    for case, entry in read.mapping(_given(value.get("cases"), {}), "cases").items():
         entry = read.mapping(entry, f"cases.{case}", ("steps",))
-        steps = entry.get("steps") or []
+        steps = _given(entry.get("steps"), [])
         if not isinstance(steps, (list, tuple)): read.fail(f"cases.{case}.steps", f"must be a list, got {_kind(steps)}")
         cases[case] = tuple(_step(read, s, f"cases.{case}.steps[{i}]") for i, s in enumerate(steps))
-    catalog = read.mapping(value.get("catalog") or {}, "catalog", ("actions", "tools"))
-    spellings = {k: read.texts(v, f"fact_spellings.{k}") for k, v in read.mapping(value.get("fact_spellings") or {}, "fact_spellings").items()}
+    catalog = read.mapping(_given(value.get("catalog"), {}), "catalog", ("actions", "tools"))
+    spellings = {k: read.texts(v, f"fact_spellings.{k}") for k, v in read.mapping(_given(value.get("fact_spellings"), {}), "fact_spellings").items()}
     return AnswerKey(cases=cases, actions=_catalog(read, catalog.get("actions"), "catalog.actions"),
                      tools=_catalog(read, catalog.get("tools"), "catalog.tools"), surfaces=_surfaces(read, value.get("surfaces")),
-                     discovery_tools=frozenset(read.texts(value.get("discovery_tools") or [], "discovery_tools")),
-                     fact_spellings=spellings, tiers=read.texts(value.get("tiers") or [], "tiers"),
+                     discovery_tools=frozenset(read.texts(_given(value.get("discovery_tools"), []), "discovery_tools")),
+                     fact_spellings=spellings, tiers=read.texts(_given(value.get("tiers"), []), "tiers"),
                      server_refusals=frozenset(read.texts(value.get("server_refusals", SERVER_REFUSALS), "server_refusals")),
                      withheld_marker=read.text(value.get("withheld_marker", WITHHELD_MARKER), "withheld_marker"), source=source)
 
-# %% ../nbs/08_score.ipynb #89150d49
+# %% ../nbs/08_score.ipynb #2633a2ae
 def check_key(key) -> list:
     "The problems the stricter author's gate finds in `key` (empty when it passes): one truth per argument, bindings to earlier steps' `produces`."
     key, problems = load_key(key), []
@@ -276,7 +280,7 @@ def check_key(key) -> list:
                                     f"({steps[bound.step - 1].name}) does not list in produces")
     return problems
 
-# %% ../nbs/08_score.ipynb #a00bd139
+# %% ../nbs/08_score.ipynb #da3f5a73
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SPECIAL = re.compile(r"[+-]?(?:inf|infinity|nan)\Z", re.IGNORECASE)
 _HEX = re.compile(r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?)?[pP][+-]?[0-9](?:_?[0-9])*\Z")
@@ -292,7 +296,7 @@ def go_number(text: str) -> Optional[float]:
         except (ValueError, OverflowError): return None
     return None
 
-# %% ../nbs/08_score.ipynb #9a34fa84
+# %% ../nbs/08_score.ipynb #52df4ee0
 def canonical(raw) -> Optional[str]:
     "The canonical text of the raw JSON value `raw` (text, bytes or `msgspec.Raw`): None for absent or null, a string's content, else compact JSON."
     if raw is None: return None
@@ -320,7 +324,7 @@ def values_equal(sent: Optional[str], want: Optional[str]) -> bool:
     a, b = go_number(sent), go_number(want)
     return a is not None and b is not None and a == b
 
-# %% ../nbs/08_score.ipynb #76e44054
+# %% ../nbs/08_score.ipynb #b8940fe5
 def raw_fields(raw) -> Optional[dict]:
     "The fields of the raw JSON object `raw` (text, bytes or `msgspec.Raw`) as name -> raw JSON of the value; None when `raw` is not an object."
     if raw is None: return None
@@ -332,7 +336,7 @@ def raw_fields(raw) -> Optional[dict]:
         value = json.loads(data)
         return {k: json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode() for k, v in value.items()} if isinstance(value, dict) else None
 
-# %% ../nbs/08_score.ipynb #754fdbd8
+# %% ../nbs/08_score.ipynb #2eb98e89
 class CallView(NamedTuple):
     "The fields of one call that scoring reads, with the flags that follow from the key."
     index: int
@@ -362,7 +366,7 @@ def call_view(call, key: AnswerKey) -> CallView:
     return CallView(call.index, call.tool, call.requested_action, call.dispatched_action, call.dispatched_tool, call.outcome,
                     call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld, mutation)
 
-# %% ../nbs/08_score.ipynb #3c2cc936
+# %% ../nbs/08_score.ipynb #815570f3
 class AttemptView(NamedTuple):
     "What scoring reads of one attempt besides its calls."
     ended_by: str
@@ -377,7 +381,7 @@ def ended_in_text(ended_by: str, last_turn_calls_a_tool: Optional[bool]) -> bool
     "Whether an attempt's conversation ended in text, from its ending and whether its last turn (None: no turn) holds a tool call."
     return ended_by == ENDED_NO_TOOL_CALL or (ended_by == ENDED_COMPLETED and not last_turn_calls_a_tool)
 
-# %% ../nbs/08_score.ipynb #2f7afb3e
+# %% ../nbs/08_score.ipynb #e087e025
 def _names(call: CallView, step: Step) -> str:
     "How `call` names `step`: 'tool', 'dispatched' or 'requested', or '' when it does not."
     if step.tool: return "tool" if (call.dispatched_tool or call.tool) == step.tool else ""
@@ -403,7 +407,7 @@ def scan(calls: Sequence[CallView], cursor: int, step: Step, declines: bool) -> 
         return at, named, priors, unobserved
     return None, "", priors, unobserved
 
-# %% ../nbs/08_score.ipynb #ee82a73f
+# %% ../nbs/08_score.ipynb #dcf0e11f
 def _bound(produced: Produced, reached: dict, steps: int) -> tuple:
     "The raw value a binding names, as (raw text or None, why it cannot be had)."
     if not 1 <= produced.step <= steps: return None, "binding_outside_key"
@@ -430,7 +434,7 @@ def _wants(argument: Argument, truth: str, facts: dict, key: AnswerKey, reached:
         return ([canonical(raw)], "") if not why else ([], why)
     return [], "no_truth"
 
-# %% ../nbs/08_score.ipynb #04794589
+# %% ../nbs/08_score.ipynb #df115740
 _ARGUMENT_REASONS = {
     "not_sent": "{name} is required but was not sent", "fact_not_recorded": "{name} is the fact {fact!r}, which the attempt does not record",
     "binding_outside_key": "{name} binds to step {bound}, which the key does not have", "binding_unreached": "{name} binds to step {bound}, which no call reached",
@@ -470,7 +474,7 @@ def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, 
                 name=argument.name, fact=argument.fact, sent=sent, want=want, bound=bound and bound.step, field=bound and bound.field)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #7e595d00
+# %% ../nbs/08_score.ipynb #c81f7655
 def _gitlab_refusal(outcome: str, key: AnswerKey) -> bool:
     "Whether GitLab (not the MCP server) refused: a tool error, or a refusal for a reason that is not the server's own."
     return outcome == OUTCOME_TOOL_ERROR or (outcome.startswith(OUTCOME_REFUSED_PREFIX) and outcome[len(OUTCOME_REFUSED_PREFIX):] not in key.server_refusals)
@@ -494,7 +498,7 @@ def _answer(call: CallView, step_flags: Flags, attempt: AttemptView, key: Answer
     if _gitlab_refusal(call.outcome, key): return "gitlab_refused", "", "gitlab_refused"
     return "wrong", "", "wrong_answer"
 
-# %% ../nbs/08_score.ipynb #730189b2
+# %% ../nbs/08_score.ipynb #b76b0354
 def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: list) -> str:
     "The sentence for people that says why a step's verdict is what it is."
     step = f"step {v['position']} ({v['name']})"
@@ -514,7 +518,7 @@ def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: li
     if not v["reached"]: return f"{step} is optional and was not reached"
     return f"{step}: reached by {at} ({v['matched_by']}), {v['answer']}" + (" after retries" if priors else "")
 
-# %% ../nbs/08_score.ipynb #22fe8c1c
+# %% ../nbs/08_score.ipynb #71498a80
 def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> list:
     "The verdicts on `steps` (one dict each, with its `arguments`) of one attempt whose calls are `calls`, sorted by index."
     verdicts, reached, cursor = [], {}, 0
@@ -559,7 +563,7 @@ def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: Attem
         verdicts.append(v)
     return verdicts
 
-# %% ../nbs/08_score.ipynb #c93da473
+# %% ../nbs/08_score.ipynb #4b5b55da
 def _outcome(attempt: AttemptView, steps: list) -> tuple:
     "(outcome, why, reason) of an attempt from its ending, its step verdicts and its verifies."
     if attempt.ended_by in RUNNER_OUTCOMES: return attempt.ended_by, "runner_ending", attempt.reason
@@ -586,7 +590,7 @@ def _clean_steps(steps: list) -> bool:
         if v["_mismatched"]: return False
     return True
 
-# %% ../nbs/08_score.ipynb #fed9902b
+# %% ../nbs/08_score.ipynb #99e6284f
 def score_attempt(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> dict:
     "The verdict on one attempt: outcome, why, reason, the counts, unaided, verified, clean, and its step verdicts."
     step_verdicts = score_steps(steps, calls, attempt, key)
@@ -604,7 +608,7 @@ def score_attempt(steps: Sequence[Step], calls: Sequence[CallView], attempt: Att
     return dict(outcome=outcome, why=why, reason=reason, discovery=discovery, invalid_params=invalid,
                 unaided=unaided, verified=attempt.verified, clean=clean, steps=step_verdicts)
 
-# %% ../nbs/08_score.ipynb #a43b7519
+# %% ../nbs/08_score.ipynb #19fb5c96
 class _LineType(msgspec.Struct):
     type: str = ""
 
@@ -625,7 +629,7 @@ def line_number(path, line_type: str, nth: int) -> Optional[int]:
     except OSError: return None
     return None
 
-# %% ../nbs/08_score.ipynb #8c7a0554
+# %% ../nbs/08_score.ipynb #df8bf202
 def _refuse(tables, frame: pd.DataFrame, row, line_type: str, field: str, why: str):
     "Raise the `ShardError` of the line behind `frame`'s row `row` (a label): its shard, its line number, `field` and `why`."
     shard = frame.at[row, "shard"]
@@ -639,7 +643,7 @@ def _text(column: pd.Series) -> np.ndarray:
         return np.append(column.cat.categories.to_numpy(dtype=object), "")[column.cat.codes.to_numpy()]
     return column.astype(object).where(column.notna(), "").to_numpy(dtype=object)
 
-# %% ../nbs/08_score.ipynb #794d1987
+# %% ../nbs/08_score.ipynb #b73d5cac
 ROW_COLUMNS = ("model", "surface", "mode", "run_tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest",
                "contract_digest", "tool_schema_digest", "run_repeat")  # the reference's row identity (`by="row"`)
 
@@ -679,7 +683,7 @@ def _check_lines(tables):
             _refuse(tables, frame, row, line_type, f"{line_type}.attempt", f"names the attempt {frame.at[row, 'attempt']!r}, "
                     "which this shard has no attempt line for")
 
-# %% ../nbs/08_score.ipynb #b2a449da
+# %% ../nbs/08_score.ipynb #43d9a9de
 def _listed(names) -> str:
     "A few of `names` for an error message."
     names = list(names)
@@ -731,7 +735,7 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
                 f"the {name} {value!r}{source} of attempt {whose!r} is not in the key {key.source} (it has: {listed})")
     return frame
 
-# %% ../nbs/08_score.ipynb #5901d494
+# %% ../nbs/08_score.ipynb #4925c954
 def _bound_names(key: AnswerKey) -> set:
     "The actions and tools of the steps some binding of `key` reads the result of."
     return {steps[a.produced.step - 1].name for steps in key.cases.values() for step in steps for a in step.args
@@ -786,7 +790,7 @@ def _attempt_views(tables, grouped: pd.DataFrame, key: AnswerKey) -> list:
     return [AttemptView(e, r, m, key.surfaces[s], f, ended_in_text(e, None if l < 0 else bool(l)), k not in failed)
             for e, r, m, s, f, l, k in zip(ended, _text(attempts.reason), grouped["mode"], grouped.surface, facts, last, attempts.index)]
 
-# %% ../nbs/08_score.ipynb #7dec9a32
+# %% ../nbs/08_score.ipynb #26b7c2d5
 ATTEMPT_FIELDS = ("attempt", "shard", "run_id", "model", "case", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
                   "reason", "discovery", "invalid_params", "unaided", "verified", "clean")  # the columns of `Scores.attempts`, in order
 STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mutating", "known", "reached", "matched_by", "requested",
@@ -816,7 +820,7 @@ def _frame(rows: list, fields: Sequence[str], front: dict) -> pd.DataFrame:
     columns.update({name: _column(column, name) for name, column in zip(fields, values)})
     return pd.DataFrame(columns, copy=False)
 
-# %% ../nbs/08_score.ipynb #b8af4382
+# %% ../nbs/08_score.ipynb #f674499a
 def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optional[bool] = None) -> "Scores":
     "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
     from modelrecord.tables import Tables, load
@@ -841,7 +845,7 @@ def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optio
                     arg_keys.append((at, step["position"]))
         return Scores(tables, grouped, verdicts, steps, step_keys, args, arg_keys, key)
 
-# %% ../nbs/08_score.ipynb #d5652fd9
+# %% ../nbs/08_score.ipynb #943918ef
 class Ratio(NamedTuple):
     "A count over a count, printed `N / D` (or `-` when D is 0); added by both halves, never by rates."
     numerator: int = 0
@@ -856,13 +860,13 @@ class Ratio(NamedTuple):
         return Ratio(self.numerator + other.numerator, self.denominator + other.denominator)
     __radd__ = lambda self, other: self if other == 0 else self + other  # so that sum() works
 
-# %% ../nbs/08_score.ipynb #2b49ee4f
+# %% ../nbs/08_score.ipynb #bd53ab00
 def overhead_text(find: int, invalid_params: int, steps: int) -> str:
     "The published overhead cell: `N / D (F find, I invalid_params)`, `-` when no step was reached."
     if not steps: return "-"
     return f"{find + invalid_params} / {steps} ({find} find, {invalid_params} invalid_params)"
 
-# %% ../nbs/08_score.ipynb #111e41fe
+# %% ../nbs/08_score.ipynb #76b6f8e0
 PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion", "overhead")  # in the reference's order
 PUBLISHED_TITLES = dict(zip(PUBLISHED, ("Clean", "Reached", "Accepted first time", "Argument fidelity", "Confirmation",
                                         "Unaided", "Completion", "Overhead")))
@@ -903,7 +907,7 @@ def _counts(self, by: list) -> pd.DataFrame:
     keys = [a[name] for name in by]
     return per_attempt.groupby(keys, sort=True, dropna=False).sum()
 
-# %% ../nbs/08_score.ipynb #0176a6dc
+# %% ../nbs/08_score.ipynb #031b228b
 class Scores:
     "The verdicts on a tree's attempts against a key: `attempts`, `steps` and `arguments` DataFrames, and `table()`."
     def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list, arg_keys: list, key: AnswerKey):
@@ -932,7 +936,7 @@ class Scores:
 
 Scores.counts = _counts
 
-# %% ../nbs/08_score.ipynb #ece35c06
+# %% ../nbs/08_score.ipynb #bd2e3019
 def _tool_schema_digests(self) -> pd.Series:
     "Each attempt's session's `tool_schema_digests[model]`, read from the session lines (the tables do not keep it)."
     if self._digests is None:
@@ -969,7 +973,7 @@ def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
 
 Scores.table = _table
 
-# %% ../nbs/08_score.ipynb #ce4c12f7
+# %% ../nbs/08_score.ipynb #cd02af3c
 _JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why", "reason",
                  "discovery", "invalid_params", "unaided", "verified", "clean")
 _APART_TALLIES = ("skipped", "unobserved", "provider_error", "harness_error", "gitlab_refused")
@@ -1015,7 +1019,7 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
 
 Scores.to_json = _to_json
 
-# %% ../nbs/08_score.ipynb #dac8c71d
+# %% ../nbs/08_score.ipynb #4df4265c
 def table_text(table: pd.DataFrame) -> str:
     "A `Scores.table()` as aligned text: the published columns, the tallies counted apart, and what the denominators are."
     from modelrecord.summary import _aligned, _label
