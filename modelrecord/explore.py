@@ -22,6 +22,7 @@ from .live import LiveTree, file_stamp
 from .reader import ShardError, read_shard
 from .record import ENDED_COMPLETED, ENDINGS
 from .sample import example_tree
+from .score import VERDICT_OUTCOMES, load_key, score
 from .summary import attempt_totals, summary
 from .tables import Tables
 from .transcript import conversation_html, ending_badge, escape, styled
@@ -75,7 +76,8 @@ def _plot_html(name: str, tables: Tables) -> str:
 _ATTEMPT_COLUMNS = [("attempt", "attempt"), ("case", "case"), ("model", "model"), ("surface", "surface"),
                     ("ended by", "ended_by"), ("turns", "turns"), ("retries", "retries"), ("calls", "calls"),
                     ("input", "input"), ("output", "output"), ("cache read", "cache_read"), ("cost", "cost"), ("shard", "shard")]
-_LEFT = {"attempt", "case", "model", "surface", "ended by", "shard"}  # the columns of text, aligned left
+_LEFT = {"attempt", "case", "model", "surface", "ended by", "shard", "outcome", "clean"}  # the columns of text, aligned left
+_VERDICT_COLUMNS = [("outcome", "outcome"), ("clean", "clean")]  # shown after "ended by" when the attempts were scored
 
 # %% ../nbs/13_explore.ipynb #bd3795e9
 def _attempts_html(rows: pd.DataFrame,  # rows of `attempt_totals`, with `shard`
@@ -84,13 +86,15 @@ def _attempts_html(rows: pd.DataFrame,  # rows of `attempt_totals`, with `shard`
                   ) -> str:
     "The attempts `rows` (of `attempt_totals`, with `shard`) as an HTML table numbered from `first`."
     if not len(rows): return styled('<p class="mr-note">No attempt matches these filters.</p>')
-    header = "<th>#</th>" + "".join(f'<th{" class=mr-l" if h in _LEFT else ""}>{h}</th>' for h, _ in _ATTEMPT_COLUMNS)
+    columns = _ATTEMPT_COLUMNS[:5] + (_VERDICT_COLUMNS if "outcome" in rows.columns else []) + _ATTEMPT_COLUMNS[5:]
+    header = "<th>#</th>" + "".join(f'<th{" class=mr-l" if h in _LEFT else ""}>{h}</th>' for h, _ in columns)
     body = []
     for number, row in enumerate(rows.itertuples(index=False), first):
         cells = []
-        for head, name in _ATTEMPT_COLUMNS:
+        for head, name in columns:
             value = getattr(row, name)
             text = (ending_badge(value) if name == "ended_by" else escape(usd_text(value, decimals)) if name == "cost"
+                    else ("yes" if value else "no") if name == "clean"
                     else escape(count_text(value)) if head not in _LEFT else escape("" if pd.isna(value) else value))
             cells.append(f'<td{" class=mr-l" if head in _LEFT else ""}>{text}</td>')
         body.append(f"<tr><td>{count_text(number)}</td>{''.join(cells)}</tr>")
@@ -106,8 +110,10 @@ class Explorer:
     FILTERS = (("model", "model"), ("case", "case"), ("surface", "surface"), ("run", "run_id"))  # widget, attempts column
 
     def __init__(self, path=None,  # a shard tree or shard file; None: the bundled example tree
-                 load: bool = True):  # read it at once
-        self.tables = self.filtered = self.tree = self.error = None
+                 load: bool = True,  # read it at once
+                 key=None):  # an answer key (path or mapping): every attempt is scored against it, its verdict shown
+        self.key = None if key is None else load_key(key)  # a malformed key is refused here, before anything is shown
+        self.tables = self.filtered = self.tree = self.error = self.scores = None
         self.opened, self.page, self._quiet, self._shards, self._drawings, self._totals = None, 0, False, {}, {}, None
         _build(self, path)
         self.open(None)
@@ -160,6 +166,7 @@ def _build(explorer: Explorer, path):
                                           style={"description_width": "5em"})
     self.filters = {name: _dropdown(name) for name, _ in self.FILTERS}
     self.model, self.case, self.surface, self.run = (self.filters[name] for name, _ in self.FILTERS)
+    self.outcome, self.clean = _dropdown("outcome"), _dropdown("clean")  # the verdict filters, offered when there is a key
     self.clear_button = widgets.Button(description="Clear filters")
     self.summary = widgets.HTML()
     self.plots = {name: widgets.HTML() for name in PLOTS}
@@ -173,7 +180,7 @@ def _build(explorer: Explorer, path):
     for name in ("path", "load_button", "refresh_button", "progress", "status", "endings", "summary", "table", "attempt",
                  "conversation", "sort", "previous", "next", "page_label", "clear_button"):
         getattr(self, name).add_class(f"mr-{name.replace('_', '-')}")
-    for name, widget in self.filters.items(): widget.add_class(f"mr-{name}")
+    for name, widget in {**self.filters, "outcome": self.outcome, "clean": self.clean}.items(): widget.add_class(f"mr-{name}")
     for name, view in self.plots.items(): view.add_class(f"mr-plot-{name}")
     _wire(self)
     self.widget = _layout(self)
@@ -193,7 +200,7 @@ def _layout(explorer: Explorer) -> widgets.VBox:
         widgets.HTML("<h2 style='margin:4px 0'>modelrecord explorer</h2>"
                      "<div>How the attempts of an evaluation ended, what they cost, and what each model said.</div>"),
         widgets.HBox([self.path, self.load_button, self.refresh_button]), widgets.HBox([self.progress]), self.status,
-        _section("Filters"), widgets.HBox([self.endings, widgets.VBox([*self.filters.values(), self.clear_button])]),
+        _section("Filters"), widgets.HBox([self.endings, widgets.VBox([*self.filters.values(), *((self.outcome, self.clean) if self.key else ()), self.clear_button])]),
         _section("Summary"), self.summary, _section("Plots"), plot_grid,
         _section("Attempts"), widgets.HBox([self.sort, self.previous, self.page_label, self.next]), self.table,
         _section("Conversation"), self.attempt, self.conversation], layout=widgets.Layout(width="100%"))
@@ -220,7 +227,7 @@ def _wire(explorer: Explorer):
     self.load_button.on_click(lambda _: self.load())
     self.refresh_button.on_click(lambda _: self.refresh())
     self.clear_button.on_click(lambda _: self.clear())
-    for widget in (self.endings, *self.filters.values()): widget.observe(_when(self, lambda: _narrow(self)), names="value")
+    for widget in (self.endings, *self.filters.values(), self.outcome, self.clean): widget.observe(_when(self, lambda: _narrow(self)), names="value")
     self.sort.observe(_when(self, lambda: _show_page(self, 0)), names="value")
     self.previous.on_click(lambda _: _show_page(self, self.page - 1))
     self.next.on_click(lambda _: _show_page(self, self.page + 1))
@@ -270,14 +277,16 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
     self.progress.bar_style, self.progress.value = "", 0
     def progressed(done, total): self.progress.max, self.progress.value = max(total, 1), done
     started = time.perf_counter()
-    try: tables = tree.read(progressed)
+    try:
+        tables = tree.read(progressed)
+        scores = None if self.key is None else score(tables, self.key)
     except Exception as error:  # whatever stops a read is shown on the page, not raised into a widget callback
         self.error, self.progress.bar_style = error, "danger"
         self.status.value = _refusal_html(error, self.tree)
         return
     self.progress.bar_style, self.progress.value = "success", self.progress.max
     opened = None if fresh else _identity(self.tables, self.opened)
-    self.tables, self.tree, self.error = tables, tree, None
+    self.tables, self.tree, self.error, self.scores = tables, tree, None, scores
     self.status.value = _loaded_html(tree, tables, time.perf_counter() - started, fresh)
     self._shards.clear(); self._drawings.clear()
     with _hushed(self): _offer_filters(self, keep=not fresh)
@@ -289,7 +298,7 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
 def _load(explorer: Explorer, path=None):
     "Read the tree at `path` (default: the path box) from scratch and show it."
     if path is not None: explorer.path.value = str(path)
-    _read(explorer, LiveTree(explorer.path.value.strip() or example_tree()), fresh=True)
+    _read(explorer, LiveTree(explorer.path.value.strip() or example_tree(), content=explorer.key is not None), fresh=True)
 
 # %% ../nbs/13_explore.ipynb #1362165a
 def _refresh(explorer: Explorer):
@@ -303,7 +312,17 @@ def _conditions(explorer: Explorer, endings: bool = True) -> dict:
     "The filters as `Tables.where` conditions (the endings too, when `endings`)."
     conditions = {column: explorer.filters[name].value for name, column in explorer.FILTERS if explorer.filters[name].value != ALL}
     if endings and explorer.endings.value: conditions["ended_by"] = list(explorer.endings.value)
+    for name in ("outcome", "clean"):
+        if getattr(explorer, name).value != ALL: conditions[f"verdict {name}"] = getattr(explorer, name).value
     return conditions
+
+def _verdict_mask(explorer: Explorer, conditions: dict) -> Optional[pd.Series]:
+    "The attempts whose verdict the verdict filters keep (a boolean Series by `attempt_key`), or None when none is set."
+    if explorer.scores is None or not any(name.startswith("verdict ") for name in conditions): return None
+    verdicts, keep = explorer.scores.attempts, pd.Series(True, index=explorer.scores.attempts.index)
+    if "verdict outcome" in conditions: keep &= verdicts.outcome == conditions["verdict outcome"]
+    if "verdict clean" in conditions: keep &= verdicts.clean == (conditions["verdict clean"] == "clean")
+    return keep
 
 # %% ../nbs/13_explore.ipynb #2af12d2e
 def _offer_filters(explorer: Explorer, keep: bool):
@@ -314,6 +333,12 @@ def _offer_filters(explorer: Explorer, keep: bool):
         widget.options = [("all", ALL)] + [(value, value) for value in values]
         widget.value = chosen
     if not keep: explorer.endings.value = ()
+    if explorer.scores is not None:
+        present = set(explorer.scores.attempts.outcome)
+        for widget, values in ((explorer.outcome, [o for o in VERDICT_OUTCOMES if o in present]), (explorer.clean, ["clean", "not clean"])):
+            chosen = widget.value if keep and widget.value in values else ALL
+            widget.options = [("all", ALL)] + [(value, value) for value in values]
+            widget.value = chosen
 
 # %% ../nbs/13_explore.ipynb #7fc4994b
 def _count_endings(explorer: Explorer, others: Tables):
@@ -324,13 +349,18 @@ def _count_endings(explorer: Explorer, others: Tables):
     explorer.endings.value = chosen
 
 # %% ../nbs/13_explore.ipynb #fff5329a
+def _with_verdicts(explorer: Explorer, totals: pd.DataFrame) -> pd.DataFrame:
+    "The attempt totals with each attempt's outcome and clean verdict, when there is a key."
+    if explorer.scores is None: return totals
+    return totals.join(explorer.scores.attempts[["outcome", "clean"]])
+
 def _drawn(explorer: Explorer, conditions: dict) -> tuple:
     "The summary, the plots and the attempt totals of `explorer.filtered`, drawn once per set of `conditions` and load."
     key, drawings, filtered = repr(sorted(conditions.items())), explorer._drawings, explorer.filtered
     if key not in drawings:
         if len(drawings) >= 32: drawings.pop(next(iter(drawings)))
         drawings[key] = (_summary_html(filtered), {name: _plot_html(name, filtered) for name in PLOTS},
-                         attempt_totals(filtered).join(filtered.attempts.shard))
+                         _with_verdicts(explorer, attempt_totals(filtered).join(filtered.attempts.shard)))
     return drawings[key]
 
 # %% ../nbs/13_explore.ipynb #96ba03d5
@@ -338,9 +368,11 @@ def _narrow(explorer: Explorer):
     "Narrow the tables to the filters and redraw the summary, the plots and the attempts."
     self = explorer
     if self.tables is None: return
-    others = self.tables.where(**_conditions(self, endings=False))
-    with _hushed(self): _count_endings(self, others)
     conditions = _conditions(self)
+    where = {k: v for k, v in conditions.items() if not k.startswith("verdict ") and k != "ended_by"}
+    verdicts = _verdict_mask(self, conditions)
+    others = self.tables.where(**where) if verdicts is None else self.tables.where(verdicts, **where)
+    with _hushed(self): _count_endings(self, others)
     self.filtered = others.where(ended_by=conditions["ended_by"]) if "ended_by" in conditions else others
     self.summary.value, images, self._totals = _drawn(self, conditions)
     for name, view in self.plots.items(): view.value = images[name]
@@ -352,7 +384,7 @@ def _clear(explorer: Explorer):
     "Reset every filter: show the whole tree."
     with _hushed(explorer):
         explorer.endings.value = ()
-        for widget in explorer.filters.values(): widget.value = ALL
+        for widget in (*explorer.filters.values(), explorer.outcome, explorer.clean): widget.value = ALL
     _narrow(explorer)
 
 # %% ../nbs/13_explore.ipynb #36cb3ac1
@@ -391,7 +423,7 @@ def _open(explorer: Explorer, key: Optional[int]):
     if key is None:
         explorer.conversation.value = styled('<p class="mr-note">Choose an attempt in the list above to read its conversation.</p>')
         return
-    try: explorer.conversation.value = conversation_html(explorer.tables, key, lambda path: _read_cached(explorer, path))
+    try: explorer.conversation.value = conversation_html(explorer.tables, key, lambda path: _read_cached(explorer, path), explorer.scores)
     except Exception as error: explorer.conversation.value = _refusal_html(error, explorer.tree)
 
 # %% ../nbs/13_explore.ipynb #d99d1b3c

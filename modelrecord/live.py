@@ -22,8 +22,9 @@ def file_stamp(path) -> tuple:
 # %% ../nbs/11_live.ipynb #e2f93f7d
 class LiveTree:
     "A shard tree read shard by shard, so that reading it again re-reads only the shards that changed."
-    def __init__(self, path):  # a shard tree, or one shard file
-        self.path = Path(path)
+    def __init__(self, path,  # a shard tree, or one shard file
+                 content: bool = False):  # also keep texts, arguments, results and facts (what scoring reads)
+        self.path, self.content = Path(path), content
         self.parts = {}  # shard path -> (stamp when read, its `shard_tables`)
         self.changes = {}  # what the last `read` found: new, changed, removed (relative paths) and unchanged (a count)
 
@@ -36,7 +37,7 @@ class LiveTree:
         total, done = sum(stamps[path][0] for path in stale), 0
         if progress: progress(0, total)
         for path in stale:
-            parts[path] = stamps[path], shard_tables(path)
+            parts[path] = stamps[path], shard_tables(path, self.content)
             done += stamps[path][0]
             if progress: progress(done, total)
         root = self.path if self.path.is_dir() else self.path.parent

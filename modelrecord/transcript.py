@@ -121,6 +121,7 @@ STYLE = """<style>
 .mr-pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;border:1px solid #eceff1;padding:6px;margin:3px 0;
   max-height:24em;overflow:auto;font-family:monospace;font-size:12px}
 .mr-call{margin:6px 0 6px 14px;padding:4px 8px;background:#fafafa;border:1px solid #eceff1}
+.mr-step{margin:2px 0 6px 30px;padding:3px 8px;border-left:3px solid #a5d6a7;font-size:12px}
 .mr-view details>summary{cursor:pointer;color:#37474f}
 .mr-scroll{max-height:34em;overflow:auto}
 .mr-error{border-left:4px solid #c62828;background:#ffebee;padding:6px 10px}
@@ -208,24 +209,66 @@ def _header_html(tables: Tables, key: int, lines: AttemptLines, costs: pd.DataFr
             f'<div class="mr-meta">{plural(len(lines.turns), "turn line")} · {plural(len(lines.calls), "call")} · {tokens} · {total}'
             f'<br>run {escape(row.run_id)} · shard {escape(row.shard)}</div>')
 
+# %% ../nbs/12_transcript.ipynb #9d1e2a02
+def _verdicts_of(scores, key: int) -> tuple:
+    "The step verdicts (dicts) of the attempt `key` in `scores`, and its argument verdicts by step position."
+    if scores is None or key not in scores.attempts.index: return [], {}
+    steps = scores.steps[scores.steps.attempt_key == key].to_dict("records")
+    arguments = {}
+    for row in scores.arguments[scores.arguments.attempt_key == key].to_dict("records"): arguments.setdefault(row["position"], []).append(row)
+    return steps, arguments
+
+def _argument_html(a: dict) -> str:
+    "One argument's verdict: sent against wanted, and why it missed."
+    sent = "nothing" if a["sent"] is None or a["sent"] != a["sent"] else f"<code>{escape(a['sent'])}</code>"
+    if not a["compared"]: return f"<li><code>{escape(a['name'])}</code> sent {sent} ({escape(a['truth'])}: not compared)</li>"
+    mark = badge("matched", "#2e7d32") if a["matched"] else badge(a["why"], "#c62828", a["reason"])
+    return f"<li><code>{escape(a['name'])}</code> sent {sent}, wanted <code>{escape(a['want'] or '-')}</code> {mark}</li>"
+
+def _step_html(step: dict, arguments: list) -> str:
+    "One step's verdict: how its call named it, what the answer was worth, its arguments."
+    good = step["complete"]
+    head = badge("step done" if good else (step["why"] or "not done"), "#2e7d32" if good else "#c62828", step["reason"])
+    how = f"reached by call {step['call']} ({escape(step['matched_by'])})" if step["reached"] else "not reached"
+    facts = [how, f"answer {escape(step['answer'] or '-')}"] + ([f"declined {escape(step['decline'])}"] if step["decline"] else []) + (
+        [f"confirmation {escape(step['confirmation'])}"] if step["confirmation"] else []) + ([f"{step['retries']} sent back first"] if step["retries"] else [])
+    listed = f"<ul>{''.join(map(_argument_html, arguments))}</ul>" if arguments else ""
+    return (f'<div class="mr-step"><b>step {step["position"]}</b> <code>{escape(step["name"])}</code> {head} · {" · ".join(facts)}'
+            f'<div class="mr-meta">{escape(step["reason"])}</div>{listed}</div>')
+
+def _verdict_html(scores, key: int, steps: list, arguments: dict) -> str:
+    "The attempt's verdict, and the steps no call reached."
+    if key not in scores.attempts.index: return '<p class="mr-note">This attempt has no verdict.</p>'
+    row = scores.attempts.loc[key]
+    colour = "#2e7d32" if row.outcome == "completed" else "#78909c" if row.outcome in ("skipped", "provider_error", "harness_error") else "#c62828"
+    flags = " · ".join(f"{name} {'yes' if row[name] else 'no'}" for name in ("clean", "unaided", "verified"))
+    unreached = "".join(_step_html(s, arguments.get(s["position"], [])) for s in steps if not s["reached"])
+    return (f'<h4>Verdict {badge(row.outcome, colour, row.why)}</h4><div>{escape(row.reason)}</div><div class="mr-meta">{flags} · '
+            f'{plural(row.discovery, "catalog search", "catalog searches")} · {plural(row.invalid_params, "call")} refused invalid_params</div>'
+            f'{unreached}')
+
 # %% ../nbs/12_transcript.ipynb #684f88f0
 def conversation_html(tables: Tables,  # the tables the attempt is a row of
                       key: int,  # its `attempt_key`
                       read: Callable = read_shard,  # reads its shard file
+                      scores=None,  # the `Scores` of `tables` against an answer key: each step's verdict beside its call
                      ) -> str:
     "The conversation of the attempt `key` of `tables` as HTML: stimulus, turns, blocks, calls, verifies, tokens and cost."
     lines = attempt_lines(tables, key, read)
     costs = tables.turns[tables.turns.attempt_key == key]
     by_line = {(turn, tried): row for (turn, tried), row in zip(zip(costs.turn, costs["try"]), costs.to_dict("records"))}
     parts = [_header_html(tables, key, lines, costs)]
+    steps, arguments = _verdicts_of(scores, key)
+    if scores is not None: parts.append(_verdict_html(scores, key, steps, arguments))
+    beside = lambda call: _call_html(call) + "".join(_step_html(s, arguments.get(s["position"], [])) for s in steps if s["call"] == call.index)
     stimulus = lines.attempt.stimulus if lines.attempt is not None else ""
     if stimulus: parts.append(f"<h4>Stimulus</h4>{_pre(stimulus)}")
     calls = {}
     for call in lines.calls: calls.setdefault(call.turn, []).append(call)
     last_try = {turn.index: i for i, turn in enumerate(lines.turns)}
     for i, turn in enumerate(lines.turns):
-        after = "".join(map(_call_html, calls.pop(turn.index, []))) if last_try[turn.index] == i else ""
+        after = "".join(map(beside, calls.pop(turn.index, []))) if last_try[turn.index] == i else ""
         parts.append(_turn_html(turn, by_line.get((turn.index, turn.try_)), after))
-    parts += [f'<div class="mr-turn">calls at turn {turn}{"".join(map(_call_html, left))}</div>' for turn, left in calls.items()]
+    parts += [f'<div class="mr-turn">calls at turn {turn}{"".join(map(beside, left))}</div>' for turn, left in calls.items()]
     parts.append(_verifies_html(lines.verifies))
     return styled("".join(parts))
