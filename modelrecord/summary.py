@@ -160,4 +160,7 @@ def summary_text(summary: pd.DataFrame) -> str:
         "p50 ms": summary.latency_p50_ms.map(_ms).to_numpy(), "p90 ms": summary.latency_p90_ms.map(_ms).to_numpy()})
     note = [f"completion = completed / attempts ending in the model's own endings ({', '.join(MODEL_ENDINGS)});",
             f"{', '.join(NOT_MODEL_ENDINGS)} are counted but are not the model's."]
-    return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table)]) + "\n"
+    legend = ["input = uncached input tokens (cache_created and cache_read are counted apart); cache saving = what",
+              "reading from the cache saved against paying for those tokens as input; unpriced turns = turns whose",
+              "model has no price in its run line, left out of cost."]
+    return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table), *legend]) + "\n"
