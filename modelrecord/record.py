@@ -19,6 +19,7 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
 import math
+import operator
 import re
 from decimal import Decimal
 from typing import Annotated, Literal, Optional
@@ -86,8 +87,9 @@ class GoTime(dt.datetime):
     def nanosecond(self) -> int: "The nanoseconds below the microsecond, 0 to 999."; return self._nanosecond
 
     @classmethod
-    def of(cls, moment: dt.datetime, nanosecond: int = 0) -> "GoTime":
-        "The `GoTime` of a `datetime` `moment`, with `nanosecond` below its microsecond."
+    def of(cls, moment: dt.datetime, nanosecond: Optional[int] = None) -> "GoTime":
+        "The `GoTime` of `moment` (any `datetime`), with `nanosecond` below its microsecond (default: `moment`'s own)."
+        if nanosecond is None: nanosecond = getattr(moment, "nanosecond", 0)
         return cls(moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
                    moment.microsecond, moment.tzinfo, fold=moment.fold, nanosecond=nanosecond)
 
@@ -102,16 +104,15 @@ def _order(moment) -> tuple:
     if isinstance(moment, GoTime): return moment.to_datetime(), moment.nanosecond
     return moment, 0
 
-def _compare(operator):
-    "A comparison of a `GoTime` with any `datetime` by `_order`."
-    def compare(self, other):
-        if not isinstance(other, dt.datetime): return NotImplemented
-        return operator(_order(self), _order(other))
-    return compare
+def _compared(compare):
+    "The method comparing a `GoTime` with any `datetime` by `_order`, with the operator `compare`."
+    def method(self, other):
+        return compare(_order(self), _order(other)) if isinstance(other, dt.datetime) else NotImplemented
+    method.__name__ = f"__{compare.__name__}__"
+    return method
 
-import operator as _operator
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(GoTime, f"__{_name}__", _compare(getattr(_operator, _name)))
+GoTime.__eq__, GoTime.__ne__, GoTime.__lt__, GoTime.__le__, GoTime.__gt__, GoTime.__ge__ = map(
+    _compared, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
 
 def _hash(self): return hash(self.to_datetime()) if not self.nanosecond else hash(_order(self))
 def _reduce(self, protocol): return _rebuild, (self.to_datetime(), self.nanosecond)
