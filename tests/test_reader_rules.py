@@ -653,3 +653,14 @@ def test_read_shard_collects_into_a_given_list(tmp_path):
     collected = ["earlier"]
     assert [r.type for r in read_shard(path, errors="collect", collected=collected).records] == ["run"]
     assert collected[0] == "earlier" and [e.line for e in collected[1:]] == [1]
+
+
+def test_a_shard_starting_with_a_byte_order_mark_is_refused_naming_it(tmp_path):
+    path = tmp_path / "modeleval-bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + line("run").encode() + b"\n")
+    with pytest.raises(ShardError) as refused:
+        read_shard(path)
+    assert (refused.value.line, refused.value.field) == (1, None)
+    assert "UTF-8 byte-order mark" in refused.value.why and "without a BOM" in refused.value.why, str(refused.value)
+    shard = read_shard(path, errors="collect", collected=(collected := []))
+    assert shard.records == [] and "byte-order mark" in str(collected[0])
