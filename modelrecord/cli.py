@@ -8,6 +8,7 @@ __all__ = ['EXTRA_MODULES', 'needs', 'validate', 'summary', 'export', 'explore',
 # %% ../nbs/17_cli.ipynb #4a0c82f2
 import argparse
 import functools
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -30,16 +31,15 @@ _ANALYSIS = ("numpy", "pandas", "pyarrow", "tqdm")
 EXTRA_MODULES = {"analysis": _ANALYSIS, "explore": _ANALYSIS + ("matplotlib", "ipywidgets", "voila")}  # extra -> the modules it installs
 
 def needs(extra: str):
-    "Decorate a command that needs `extra`: a missing module of it is said on stderr, with what to install, and exits 2."
+    "Decorate a command that needs `extra`: when a module of it is missing, say so on stderr with what to install, and exit 2."
     def decorate(command):
         @functools.wraps(command)
         def run(args) -> int:
-            try: return command(args)
-            except ModuleNotFoundError as missing:
-                if (missing.name or "").split(".")[0] not in EXTRA_MODULES[extra]: raise
-                print(f"modelrecord: {command.__name__} needs the {extra} extra ({missing.name} is not installed): "
-                      f"pip install 'modelrecord[{extra}]'", file=sys.stderr)
-                return 2
+            missing = [name for name in EXTRA_MODULES[extra] if importlib.util.find_spec(name) is None]
+            if not missing: return command(args)
+            print(f"modelrecord: {command.__name__} needs the {extra} extra ({', '.join(missing)} "
+                  f"{'is' if len(missing) == 1 else 'are'} not installed): pip install 'modelrecord[{extra}]'", file=sys.stderr)
+            return 2
         return run
     return decorate
 
@@ -85,7 +85,7 @@ def export(args) -> int:
 @needs("explore")
 def explore(args) -> int:
     "Serve the explorer of a tree as a web page on 127.0.0.1 until Ctrl-C."
-    from modelrecord.explore import serve
+    from modelrecord.serve import serve
     from modelrecord.reader import shard_paths
     tree = _tree(args.path)
     try: shard_paths(tree)
