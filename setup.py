@@ -44,6 +44,7 @@ setuptools.setup(
         "all": analysis + explore,
         "dev": analysis + explore + reqs("dev_requirements"),
     },
-    entry_points={"console_scripts": reqs("console_scripts")},
+    entry_points={"console_scripts": reqs("console_scripts"),
+                  "pytest11": ["modelrecord = modelrecord.pytest_plugin"]},  # the plugin: active wherever the package is installed
     zip_safe=False,
 )

@@ -79,7 +79,7 @@ def mirror_types():
 
 def baseline(paths, types=None) -> int:
     "Typed decode of every line of every file (default: the bare mirror types), keeping every record; the record count."
-    decode = msgspec.json.Decoder(types or mirror_types()).decode
+    decode = msgspec.json.Decoder(types or mirror_types(), dec_hook=record.decode_hook).decode
     kept = []
     gc.disable()
     try:

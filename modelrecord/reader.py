@@ -21,7 +21,7 @@ import msgspec
 
 from .record import (
     AnyRecord, BLOCK_KINDS, Block, Call, Turn, go_decodable, mask_surrogates, unmask_surrogates, ENDINGS, LINE_TYPES, MAX_LINE_BYTES, OUTCOMES, OUTCOME_REFUSED_PREFIX,
-    RECORD_TYPES, Record, SCHEMA_VERSION, SHARD_PREFIX, SHARD_SUFFIX, TURN_STATUSES, line_problem)
+    RECORD_TYPES, Record, SCHEMA_VERSION, SHARD_PREFIX, SHARD_SUFFIX, TURN_STATUSES, decode_hook, line_problem)
 
 # %% ../nbs/01_reader.ipynb #1b628888
 class ShardError(ValueError):
@@ -155,7 +155,7 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
 
 # %% ../nbs/01_reader.ipynb #1b2c1d80
 BLOCK_BYTES = 8 << 20
-_decode = msgspec.json.Decoder(AnyRecord).decode
+_decode = msgspec.json.Decoder(AnyRecord, dec_hook=decode_hook).decode
 _PAYLOAD_OF = {record_type: attrgetter(record_type.__struct_config__.tag) for record_type in RECORD_TYPES.values()}
 
 def _problem(record) -> Optional[tuple[str, str]]:
@@ -167,8 +167,12 @@ def _too_long(size: str) -> str:
     return (f"the line is {size}, over the {MAX_LINE_BYTES}-byte cap of a shard line "
             "(a writer caps results and texts with cap_result and cap_text)")
 
-def _not_json(failure: msgspec.DecodeError) -> str:
-    "Why a line that does not parse is refused; a line that stops short is most likely torn."
+_BOM = b"\xef\xbb\xbf"
+
+def _not_json(failure: msgspec.DecodeError, line: bytes) -> str:
+    "Why `line`, which does not parse, is refused; a line that stops short is most likely torn."
+    if line.startswith(_BOM):
+        return "starts with a UTF-8 byte-order mark (bytes EF BB BF), which a JSON line must not: save the file as UTF-8 without a BOM"
     why = f"is not one JSON value: {failure}"
     return why + " (the line stops short, as one torn by a process killed mid-write does)" if "truncated" in why else why
 
@@ -202,7 +206,7 @@ def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
         if not line.strip(): continue
         try: record = _decode_line(line)
         except msgspec.ValidationError as failure: refuse(ShardError(path, number, *explain(failure, line))); continue
-        except msgspec.DecodeError as failure: refuse(ShardError(path, number, None, _not_json(failure))); continue
+        except msgspec.DecodeError as failure: refuse(ShardError(path, number, None, _not_json(failure, line))); continue
         except RecursionError: refuse(ShardError(path, number, None, _TOO_DEEP)); continue
         if problem := _problem(record): refuse(ShardError(path, number, *problem)); continue
         records.append(record)

@@ -10,8 +10,8 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'OUTCOME_PREVIEW', 'OUTCOMES', 'OUTCOME_REFUSED_PREFIX', 'TURN_OK', 'TURN_RATE_LIMITED', 'TURN_SERVER_ERROR',
            'TURN_REQUEST_ERROR', 'TURN_TRANSPORT_ERROR', 'TURN_STATUSES', 'BLOCK_TEXT', 'BLOCK_THINKING',
            'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'NonBlank', 'GoInt',
-           'Position', 'Count', 'Timestamp', 'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price',
-           'Provider', 'Run', 'Session', 'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable',
+           'Position', 'Count', 'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'GoTime', 'decode_hook', 'Omit',
+           'Price', 'Provider', 'Run', 'Session', 'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable',
            'compact_json', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
            'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text',
            'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
@@ -19,6 +19,7 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
 import math
+import operator
 import re
 from decimal import Decimal
 from typing import Annotated, Literal, Optional
@@ -62,16 +63,115 @@ COST_COMPONENTS = ("input", "output", "cache_write", "cache_read")
 TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
 
+# %% ../nbs/00_record.ipynb #fb1c486c
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)
+
+class GoTime(dt.datetime):
+    "A `datetime` that keeps the nanoseconds below its microsecond, as Go's `time.Time` does."
+    _nanosecond = 0
+    def __new__(cls, *args, nanosecond: int = 0, **kwargs):  # `datetime`'s arguments, and the nanoseconds below the microsecond
+        if not 0 <= nanosecond <= 999: raise ValueError(f"nanosecond must be in 0..999, got {nanosecond}")
+        moment = super().__new__(cls, *args, **kwargs)
+        moment._nanosecond = nanosecond
+        return moment
+
+    @property
+    def nanosecond(self) -> int: "The nanoseconds below the microsecond, 0 to 999."; return self._nanosecond
+
+    @classmethod
+    def of(cls, moment: dt.datetime, nanosecond: Optional[int] = None) -> "GoTime":
+        "The `GoTime` of `moment` (any `datetime`), with `nanosecond` below its microsecond (default: `moment`'s own)."
+        if nanosecond is None: nanosecond = getattr(moment, "nanosecond", 0)
+        return cls(moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
+                   moment.microsecond, moment.tzinfo, fold=moment.fold, nanosecond=nanosecond)
+
+    def to_datetime(self) -> dt.datetime:
+        "This time as a plain `datetime` (microseconds: the nanoseconds dropped)."
+        return dt.datetime(self.year, self.month, self.day, self.hour, self.minute, self.second,
+                           self.microsecond, self.tzinfo, fold=self.fold)
+
+# %% ../nbs/00_record.ipynb #e45e525d
+def _order(moment) -> tuple:
+    "`(datetime, nanoseconds)`: what two times are compared by."
+    if isinstance(moment, GoTime): return moment.to_datetime(), moment.nanosecond
+    return moment, 0
+
+def _compared(compare):
+    "The method comparing a `GoTime` with any `datetime` by `_order`, with the operator `compare`."
+    def method(self, other):
+        return compare(_order(self), _order(other)) if isinstance(other, dt.datetime) else NotImplemented
+    method.__name__ = f"__{compare.__name__}__"
+    return method
+
+GoTime.__eq__, GoTime.__ne__, GoTime.__lt__, GoTime.__le__, GoTime.__gt__, GoTime.__ge__ = map(
+    _compared, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
+
+def _hash(self): return hash(self.to_datetime()) if not self.nanosecond else hash(_order(self))
+def _reduce(self, protocol): return _rebuild, (self.to_datetime(), self.nanosecond)
+def _rebuild(moment, nanosecond): return GoTime.of(moment, nanosecond)
+GoTime.__hash__, GoTime.__reduce_ex__ = _hash, _reduce
+
+# %% ../nbs/00_record.ipynb #8b5e126f
+def _replace(self, *args, nanosecond: Optional[int] = None, **changes):
+    "This time with the `datetime` fields `changes` (and `nanosecond`) replaced."
+    return GoTime.of(dt.datetime.replace(self, *args, **changes), self.nanosecond if nanosecond is None else nanosecond)
+
+def _astimezone(self, tz=None): return GoTime.of(dt.datetime.astimezone(self, tz), self.nanosecond)
+
+def _add(self, other):
+    moved = dt.datetime.__add__(self, other)
+    return moved if moved is NotImplemented else GoTime.of(moved, self.nanosecond)
+
+def _subtract(self, other):
+    moved = dt.datetime.__sub__(self, other)
+    return GoTime.of(moved, self.nanosecond) if isinstance(moved, dt.datetime) else moved
+
+GoTime.replace, GoTime.astimezone, GoTime.__add__, GoTime.__radd__, GoTime.__sub__ = _replace, _astimezone, _add, _add, _subtract
+
+# %% ../nbs/00_record.ipynb #f1e7ce31
+def _parse(cls, text: str) -> "GoTime":
+    "The time the RFC 3339 `text` spells, to the nanosecond (digits past the ninth are cut, as Go cuts them)."
+    found = _RFC3339.fullmatch(text)
+    if found is None: raise ValueError(f"{text!r} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)")
+    year, month, day, hour, minute, second, digits, utc, sign, zone_hours, zone_minutes = found.groups()
+    nanos = int((digits or "")[:9].ljust(9, "0"))
+    offset = dt.timedelta(hours=int(zone_hours or 0), minutes=int(zone_minutes or 0)) * (-1 if sign == "-" else 1)
+    zone = dt.timezone.utc if utc or not offset else dt.timezone(offset)
+    return cls(int(year), int(month), int(day), int(hour), int(minute), int(second), nanos // 1000, zone,
+               nanosecond=nanos % 1000)
+
+def _isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+    "ISO 8601 text, with the nanoseconds when there are any and `timespec` is `auto`."
+    if not self.nanosecond or timespec != "auto": return dt.datetime.isoformat(self, sep, timespec)
+    text = dt.datetime.isoformat(self, sep, "microseconds")
+    return f"{text[:26]}{self.nanosecond:03d}{text[26:]}"
+
+def _repr(self) -> str:
+    text = dt.datetime.__repr__(self)
+    return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
+
+GoTime.parse, GoTime.isoformat, GoTime.__repr__ = classmethod(_parse), _isoformat, _repr
+GoTime.__str__ = lambda self: self.isoformat(" ")
+
+# %% ../nbs/00_record.ipynb #a4522959
+_JSON_NAMES = {int: "int", float: "float", bool: "bool", type(None): "null", list: "array", dict: "object"}
+
+def decode_hook(kind: type, value):
+    "The JSON decoder's `dec_hook` for the record types: an RFC 3339 string into a `GoTime`."
+    if kind is not GoTime: raise TypeError(f"a {kind.__name__} is not a value of a shard line")
+    if not isinstance(value, str): raise TypeError(f"Expected `datetime`, got `{_JSON_NAMES.get(type(value), 'value')}`")
+    try: return GoTime.parse(value)
+    except ValueError: raise ValueError("Invalid RFC3339 encoded datetime") from None
+
 # %% ../nbs/00_record.ipynb #0eb8ccf2
 _GO_KEEPS = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
 NonBlank = Annotated[str, msgspec.Meta(min_length=1)]  # required: not empty (nor blank: see `line_problem`)
 GoInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # what fits Go's 64-bit int
 Position = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]  # counts from 1
 Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # counts from 0
-Timestamp = Annotated[dt.datetime, msgspec.Meta(tz=True)]  # RFC 3339 with a zone
 Outcome = Annotated[str, msgspec.Meta(pattern=(
     r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + _GO_KEEPS))]
-GO_ZERO_TIME = dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)  # what Go writes for a time never set
+GO_ZERO_TIME = GoTime(1, 1, 1, tzinfo=dt.timezone.utc)  # what Go writes for a time never set
 
 # %% ../nbs/00_record.ipynb #b38ee389
 _OMITEMPTY = msgspec.Meta(extra={"omitempty": True})
@@ -108,7 +208,7 @@ class Run(_Line, kw_only=True):
     package: str = ""
     run_id: NonBlank
     commit: Omit[str] = ""
-    started_at: Timestamp = GO_ZERO_TIME
+    started_at: GoTime = GO_ZERO_TIME
     edition: str = ""
     gitlab_version: str = ""
     tier: str = ""
@@ -324,7 +424,7 @@ def line_problem(line) -> Optional[tuple[str, str]]:
             return "attempt.session", f"is blank, but an attempt that ended '{line.ended_by}' ran in a session and must name it"
         if line.ended_by == ENDED_SKIPPED and _blank(line.reason):
             return "attempt.reason", "is blank, but a skipped attempt must say which need was not met"
-        if line.ended_by == ENDED_COMPLETED and line.reason:
+        if line.ended_by == ENDED_COMPLETED and line.reason and not _blank(line.reason):
             return "attempt.reason", f"must be empty on a completed attempt, got {line.reason!r}"
     elif isinstance(line, Verify) and not line.passed and _blank(line.detail):
         return "verify.detail", "is blank, but a verify that did not pass must say what it found"
@@ -400,7 +500,8 @@ def go_time(moment: dt.datetime) -> bytes:
     "The RFC 3339 text (nanosecond layout, trailing zeros dropped) Go writes for a time, in quotes."
     offset = moment.utcoffset()
     if offset is None: raise ValueError("a time without a zone cannot be written; give it tzinfo=datetime.timezone.utc")
-    fraction = f".{moment.microsecond:06d}".rstrip("0").rstrip(".")
+    nanosecond = moment.nanosecond if isinstance(moment, GoTime) else 0
+    fraction = f".{moment.microsecond:06d}{nanosecond:03d}".rstrip("0").rstrip(".")
     minutes = int(offset.total_seconds()) // 60
     zone = "Z" if minutes == 0 else f"{'+' if minutes > 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
     return (f'"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}'
@@ -424,7 +525,7 @@ def _go_value(value):
         try: return msgspec.Raw(compact_json(value))
         except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a string field such as Block.raw") from None
         except RecursionError: raise ValueError("nests arrays or objects deeper than this writer can follow") from None
-    if kind is dt.datetime: return msgspec.Raw(go_time(value))
+    if kind is GoTime or kind is dt.datetime: return msgspec.Raw(go_time(value))
     if kind is list: return [_go_item(i, item) for i, item in enumerate(value)]
     if kind is dict: return {key: _go_item(key, value[key]) for key in sorted(value)}
     plan = _PLANS.get(kind)

@@ -24,7 +24,7 @@ from .record import (
     ENDED_PROVIDER_ERROR, ENDED_SKIPPED, BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL,
     OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_PROTOCOL_ERROR, OUTCOME_TOOL_ERROR, OUTCOME_TRANSPORT_ERROR,
     SHARD_PREFIX, SHARD_SUFFIX, TURN_OK, TURN_RATE_LIMITED, TURN_REQUEST_ERROR, TURN_SERVER_ERROR,
-    Attempt, Block, Call, Price, Provider, Run, Session, Turn, Usage, Verify,
+    Attempt, Block, Call, GoTime, Price, Provider, Run, Session, Turn, Usage, Verify,
     cap_result, cap_text, encode, refused_outcome)
 from .reader import is_shard_name
 
@@ -666,6 +666,7 @@ def _run(maker: _Shard, shard: int) -> Run:
     day = dt.datetime(2026, 9, 14, 8, 0, tzinfo=dt.timezone.utc) + dt.timedelta(days=tree.randint(0, 20), minutes=tree.randint(0, 600))
     commit, corpus, contract = f"{tree.getrandbits(160):040x}", _digest("corpus", tree.random()), _digest("contract", tree.random())
     started = day + dt.timedelta(seconds=rng.randint(0, 90), microseconds=rng.randint(0, 999_999))
+    started = GoTime.of(started, nanosecond=random.Random(maker.name).randrange(1000))  # Go's clock has nanoseconds
     return Run(package="test/e2e/modeleval", run_id=f"{started:%Y%m%d-%H%M%S}-{maker.target}-{shard + 1}-{rng.getrandbits(24):06x}",
                commit=commit, started_at=started, edition=maker.edition, gitlab_version=maker.version, tier=maker.tier,
                tier_confirmed=True, corpus_digest=corpus, contract_digest=contract, providers=[m.provider for m in MODELS],

@@ -165,4 +165,7 @@ def summary_text(summary: pd.DataFrame,
     note = [f"completion = completed / attempts ending in the model's own endings ({', '.join(MODEL_ENDINGS)});",
             f"{', '.join(NOT_MODEL_ENDINGS)} are counted but are not the model's."]
     if scored is not None: note += VERDICT_NOTE
-    return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table)]) + "\n"
+    legend = ["input = uncached input tokens (cache_created and cache_read are counted apart); cache saving = what",
+              "reading from the cache saved against paying for those tokens as input; unpriced turns = turns whose",
+              "model has no price in its run line, left out of cost."]
+    return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table), *legend]) + "\n"

@@ -7,6 +7,7 @@ __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_
            'PARALLEL_BYTES', 'shard_tables', 'combine', 'Tables', 'load', 'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
+import datetime as dt
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -28,11 +29,12 @@ from .reader import paused_gc, read_shard, shard_paths
 
 # %% ../nbs/04_tables.ipynb #ca05b548
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "float0": pa.float64(), "bool": pa.bool_(),
-                "time": pa.timestamp("us", tz="UTC"), "str": pa.string(), "cat": pa.string(), "raw": pa.string()}
+                "time": pa.timestamp("ns", tz="UTC"), "str": pa.string(), "cat": pa.string(), "raw": pa.string()}
 
 def _array(values, kind: str) -> pa.Array:
     "The Python `values` of a column of `kind` as a plain Arrow array (no value made missing yet)."
     if kind == "raw": values = [bytes(raw).decode() if raw else None for raw in values]
+    elif kind == "time": values = [_epoch_ns(moment) for moment in values]
     return pa.array(values, _ARROW_TYPES[kind])
 
 def _column(arrays: list, kind: str) -> pa.Array:
@@ -43,6 +45,16 @@ def _column(arrays: list, kind: str) -> pa.Array:
     if kind not in ("cat", "str", "raw"): return column
     if len(column): column = pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
     return column.dictionary_encode() if kind == "cat" else column
+
+# %% ../nbs/04_tables.ipynb #3e8d0d1f
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+def _epoch_ns(moment: dt.datetime) -> Optional[int]:
+    "Nanoseconds since the Unix epoch of a record's time (a `GoTime` or `datetime`), None when it has no place in `datetime64[ns]`."
+    if moment is None or moment == GO_ZERO_TIME: return None
+    nanoseconds = (moment - _EPOCH) // _MICROSECOND * 1000 + getattr(moment, "nanosecond", 0)
+    return nanoseconds if -(1 << 63) < nanoseconds < (1 << 63) else None
 
 # %% ../nbs/04_tables.ipynb #1509d8da
 _RUN = [("run_id", "run_id", "cat"), ("commit", "commit", "cat"), ("edition", "edition", "cat"),
@@ -325,8 +337,6 @@ def combine(parts: list, root=None) -> "Tables":
         attempts = frames["attempts"]
         attempts["served_tools"] = attempts.served_tools.astype("Int64")
         _sessions_by_run(attempts, frames["sessions"])
-        started = frames["runs"].started_at
-        frames["runs"]["started_at"] = started.mask(started == pd.Timestamp(GO_ZERO_TIME))  # Go's zero time: never set
     return Tables(frames, root=root)
 
 # %% ../nbs/04_tables.ipynb #b9518540

@@ -26,7 +26,7 @@ from modelrecord import reader
 from modelrecord.reader import ShardError, read_shard
 from modelrecord.record import (
     AnyRecord, Attempt, BLOCK_KINDS, Block, Call, ENDINGS, LINE_TYPES, OUTCOMES, Price, Provider, Record, Run,
-    Session, TURN_STATUSES, Turn, Usage, Verify, encode, line_problem, refused_outcome)
+    Session, TURN_STATUSES, Turn, Usage, Verify, decode_hook, encode, line_problem, refused_outcome)
 
 SMALL_CAP = 300
 BLOCK_SIZES = (1, 7, 64, SMALL_CAP - 1, SMALL_CAP + 1, 8 << 20)
@@ -35,7 +35,7 @@ EXAMPLES = settings(max_examples=int(os.environ.get("MODELRECORD_FUZZ_EXAMPLES",
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 WORKDIR = Path(tempfile.mkdtemp(prefix="modelrecord-fuzz-"))
 atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
-_decode = msgspec.json.Decoder(AnyRecord).decode
+_decode = msgspec.json.Decoder(AnyRecord, dec_hook=decode_hook).decode  # times decode to GoTime
 
 
 def oracle(data: bytes, cap: int):

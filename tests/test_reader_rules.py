@@ -17,7 +17,7 @@ from modelrecord import reader
 from modelrecord.reader import ShardError, read, read_shard, read_shards, shard_paths
 from modelrecord.record import (
     BLOCK_KINDS, ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_SKIPPED, ENDINGS, GO_ZERO_TIME, OUTCOMES,
-    SCHEMA_VERSION, TURN_STATUSES, refused_outcome)
+    SCHEMA_VERSION, TURN_STATUSES, GoTime, encode, refused_outcome)
 
 DROP = object()  # a change that removes the field
 
@@ -451,7 +451,14 @@ def test_skipped_needs_a_reason(tmp_path):
 def test_completed_carries_no_reason(tmp_path):
     check(tmp_path, line("attempt", "reason", DROP), line("attempt", "reason", "it went well"),
           "attempt.reason", "must be empty", "it went well")
-    check(tmp_path, line("attempt", "reason", ""), line("attempt", "reason", " "), "attempt.reason", "must be empty")
+    check(tmp_path, line("attempt", "reason", ""), line("attempt", "reason", " ok "), "attempt.reason", "must be empty")
+
+
+@pytest.mark.parametrize("blank", [" ", "\t\r\n ", "\u3000\u00a0"])
+def test_completed_with_a_blank_reason_reads_as_the_reference_reads_it(tmp_path, blank):
+    "Go asks whether a completed attempt's reason is blank, not whether it is absent."
+    [record] = accepted(tmp_path, line("attempt", "reason", blank))
+    assert record.payload.reason == blank
     ended = lambda ending: line("attempt", envelope=lambda r: {**r, "attempt": {**VALID["attempt"], "ended_by": ending,
                                                                                "reason": "429 from provider"}})
     assert len(accepted(tmp_path, ended("provider_error"))) == 1  # other endings may explain themselves
@@ -566,11 +573,14 @@ def test_unicode_white_space_is_blank(tmp_path, text):
 # ---- timestamps -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("digits", range(10))
-def test_timestamps_with_0_to_9_fraction_digits(tmp_path, digits):
+def test_timestamps_with_0_to_9_fraction_digits_keep_every_digit(tmp_path, digits):
     fraction = "." + "123456789"[:digits] if digits else ""
     [record] = accepted(tmp_path, line("run", "started_at", f"2026-09-16T09:00:00{fraction}Z"))
-    micro = round(int(("123456789"[:digits] or "0").ljust(9, "0")) / 1000)
-    assert record.payload.started_at == dt.datetime(2026, 9, 16, 9, 0, 0, micro, tzinfo=dt.timezone.utc)
+    nanos = int(("123456789"[:digits] or "0").ljust(9, "0"))
+    started = record.payload.started_at
+    assert isinstance(started, GoTime) and (started.microsecond, started.nanosecond) == divmod(nanos, 1000)
+    assert started == GoTime(2026, 9, 16, 9, 0, 0, nanos // 1000, dt.timezone.utc, nanosecond=nanos % 1000)
+    assert encode(record).split(b'"started_at":')[1].startswith(f'"2026-09-16T09:00:00{fraction}Z"'.encode())
 
 
 def test_go_zero_time_reads(tmp_path):
@@ -645,3 +655,14 @@ def test_read_shard_collects_into_a_given_list(tmp_path):
     collected = ["earlier"]
     assert [r.type for r in read_shard(path, errors="collect", collected=collected).records] == ["run"]
     assert collected[0] == "earlier" and [e.line for e in collected[1:]] == [1]
+
+
+def test_a_shard_starting_with_a_byte_order_mark_is_refused_naming_it(tmp_path):
+    path = tmp_path / "modeleval-bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + line("run").encode() + b"\n")
+    with pytest.raises(ShardError) as refused:
+        read_shard(path)
+    assert (refused.value.line, refused.value.field) == (1, None)
+    assert "UTF-8 byte-order mark" in refused.value.why and "without a BOM" in refused.value.why, str(refused.value)
+    shard = read_shard(path, errors="collect", collected=(collected := []))
+    assert shard.records == [] and "byte-order mark" in str(collected[0])

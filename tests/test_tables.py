@@ -323,3 +323,18 @@ def test_group_by_an_attempt_column_through_the_key(tables, raw):
     for mode, output in expected.items(): assert got.loc[mode, "output"] == output, mode
     both = summary(tables, by=["surface", "model"])
     assert both.attempts.sum() == len(tables.attempts) and both.index.names == ["surface", "model"]
+
+
+def test_run_start_times_keep_go_nanoseconds(tmp_path):
+    "datetime64[ns, UTC], to the nanosecond; Go's zero time (never set) and a time outside datetime64[ns] are missing."
+    started = ["2026-09-16T09:00:00.123456789Z", "2026-09-16T11:00:00.000000001+02:00", "0001-01-01T00:00:00Z",
+               "2500-01-01T00:00:00Z"]
+    for number, text in enumerate(started):
+        run = json.loads(encode(Run(run_id=f"r{number}", repeat=1)))
+        run["run"]["started_at"] = text
+        (tmp_path / f"modeleval-{number}.jsonl").write_text(json.dumps(run) + "\n")
+    runs = load(tmp_path).runs.set_index("run_id").started_at
+    assert str(runs.dtype) == "datetime64[ns, UTC]"
+    assert runs["r0"] == pd.Timestamp("2026-09-16T09:00:00.123456789Z")
+    assert runs["r1"].value == pd.Timestamp("2026-09-16T09:00:00Z").value + 1
+    assert runs[["r2", "r3"]].isna().all()
