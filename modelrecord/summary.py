@@ -245,7 +245,8 @@ def summary_records(summary: pd.DataFrame) -> list:
         record["completion"] = proportion_record(row[ENDED_COMPLETED], row.model_endings, row.completion_low,
                                                  row.completion_high, row.completion_clusters, row.completion_se)
         record["endings"] = {ending: int(row[ending]) for ending in ENDINGS}
-        record["tokens"] = {category: _number(row[category]) for category in TOKEN_CATEGORIES}
-        record.update(cost=_number(row.cost), unpriced_turns=_number(row.unpriced_turns), retries=_number(row.retries))
+        whole = lambda value: None if pd.isna(value) else int(value)
+        record["tokens"] = {category: whole(row[category]) for category in TOKEN_CATEGORIES}
+        record.update(cost=_number(row.cost), unpriced_turns=whole(row.unpriced_turns), retries=whole(row.retries))
         records.append(record)
     return records
