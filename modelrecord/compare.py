@@ -242,7 +242,9 @@ def compare_runs(before: Tables, # the earlier run (a tree, or `runs_of` one)
                            after_successes=int(part.after_successes.sum()), after_attempts=int(part.after_attempts.sum()),
                            items=test["items"], cases=test["cases"], difference=test["difference"], low=test["low"],
                            high=test["high"], test=test["test"], p_value=test["p_value"])
-    models = pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
+    columns = ["before_successes", "before_attempts", "after_successes", "after_attempts", "items", "cases",
+               "difference", "low", "high", "test", "p_value"]
+    models = pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("model")
     models["p_holm"] = multipletests(models.p_value, method="holm")[1] if len(models) else []
     models["verdict"] = [_verdict(d, p, alpha) for d, p in zip(models.difference, models.p_holm)]
     return RunComparison(models, items, new.loc[new.index.difference(old.index)], old.loc[old.index.difference(new.index)], alpha)

@@ -56,7 +56,9 @@ def wilson(numerator, # successes: a number or an array
     with np.errstate(divide="ignore", invalid="ignore"):
         centre = (x + z * z / 2) / (n + z * z)
         half = z / (n + z * z) * np.sqrt(x * (n - x) / n + z * z / 4)
-        low, high = np.where(n > 0, np.clip(centre - half, 0, 1), np.nan), np.where(n > 0, np.clip(centre + half, 0, 1), np.nan)
+        rate = np.clip(x / n, 0, 1)  # the bounds hold the rate exactly, where rounding would leave it a hair outside
+        low = np.where(n > 0, np.minimum(np.clip(centre - half, 0, 1), rate), np.nan)
+        high = np.where(n > 0, np.maximum(np.clip(centre + half, 0, 1), rate), np.nan)
     return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 # %% ../nbs/07_summary.ipynb #33cda047
