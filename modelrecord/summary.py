@@ -77,19 +77,21 @@ def proportions(success: pd.Series, # one boolean per observation (attempt); mis
                 clusters: pd.Series, # the cluster of each observation (the case)
                ) -> pd.DataFrame:
     "Per group: numerator, denominator, rate, its Wilson `low`/`high`, `clusters` and `clustered_se`."
-    frame = pd.DataFrame({"success": success, "cluster": clusters}).dropna(subset=["success"])
-    keys = [key.loc[frame.index] for key in keys]
-    rows = {}
-    for group, part in frame.groupby(keys, observed=True, sort=True):
-        values, sizes = part.success.astype(float), part.cluster.value_counts()
-        rows[group if len(keys) > 1 else group[0]] = dict(numerator=int(values.sum()), denominator=len(values),
-            clusters=int((sizes > 0).sum()), clustered_se=clustered_se(values, part.cluster) if (sizes > 1).any() else np.nan)
-    result = pd.DataFrame.from_dict(rows, orient="index", columns=["numerator", "denominator", "clusters", "clustered_se"])
-    result.index.names = [key.name for key in keys]
-    result.insert(2, "rate", result.numerator / result.denominator)
-    low, high = wilson(result.numerator, result.denominator)
-    result.insert(3, "low", low)
-    result.insert(4, "high", high)
+    counted = success.notna().to_numpy()
+    values, clusters = success[counted].astype(float), clusters[counted]
+    keys = [key[counted] for key in keys]
+    groups = values.groupby(keys, observed=True, sort=True)
+    result = pd.DataFrame({"numerator": groups.sum().astype("int64"), "denominator": groups.size()})
+    residuals = values - groups.transform("mean")  # as clustered_se does it, for every group at once
+    per_cluster = residuals.groupby([*keys, clusters], observed=True).agg(["sum", "size"])
+    spread = (per_cluster["sum"] ** 2).groupby(level=list(range(len(keys))), observed=True).agg(["sum", "size"])
+    repeated = per_cluster["size"].groupby(level=list(range(len(keys))), observed=True).max() > 1
+    g = spread["size"]
+    se = np.sqrt(g / (g - 1).where(g > 1) * spread["sum"]) / result.denominator
+    result["rate"] = result.numerator / result.denominator
+    result["low"], result["high"] = wilson(result.numerator, result.denominator)
+    result["clusters"] = g.astype("int64")
+    result["clustered_se"] = se.where(repeated)
     return result
 
 # %% ../nbs/07_summary.ipynb #cae02553
