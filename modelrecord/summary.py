@@ -4,15 +4,15 @@
 
 # %% auto #0
 __all__ = ['By', 'Z95', 'wilson', 'clustered_se', 'proportions', 'endings', 'tokens', 'costs', 'retries', 'latency', 'summary',
-           'attempt_totals', 'usd_text', 'summary_text', 'proportion_record', 'summary_records']
+           'attempt_totals', 'summary_text', 'proportion_record', 'summary_records']
 
 # %% ../nbs/07_summary.ipynb #612bbfdd
-import math
-from typing import Optional, Sequence, Union
+from typing import Sequence, Union
 
 import numpy as np
 import pandas as pd
 
+from .formatting import count_text, share_text, usd_column
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
 from .tables import COST_COLUMNS, VOCABULARY_COLUMNS, Tables
 
@@ -182,17 +182,7 @@ def _fraction(numerator, denominator, low=None, high=None) -> str:
     interval = "" if low is None or pd.isna(low) else f" [{100 * low:.0f}-{100 * high:.0f}]"
     return f"{numerator:,}/{denominator:,} {numerator / denominator:.0%}{interval}"
 
-def usd_text(value, decimals: Optional[int] = None) -> str:
-    "A cost as text: `unpriced` when unknown, else $0.25, $1,250, under a cent to two figures ($0.0042), or to `decimals`."
-    if pd.isna(value): return "unpriced"
-    if decimals is None:
-        size = abs(value)
-        decimals = 0 if size >= 100 else 2 if size >= 0.01 or size == 0 else min(8, 1 - math.floor(math.log10(size)))
-    return f"${value:,.{decimals}f}"
-def _count(value) -> str: return "" if pd.isna(value) else f"{int(value):,}"
-def _share(value) -> str: return "" if pd.isna(value) else f"{value:.0%}"
-def _ms(value) -> str: return "" if pd.isna(value) else f"{value:,.0f}"
-
+# %% ../nbs/07_summary.ipynb #5a1be1c0
 def _label(index: pd.Index) -> list:
     "The group labels of `index` as text (several `by` columns joined by ' / ', a missing value as '(none)')."
     text = lambda value: "(none)" if pd.isna(value) else str(value)
@@ -212,16 +202,16 @@ def summary_text(summary: pd.DataFrame) -> str:
     "A `summary` as two aligned text tables, endings then tokens and cost."
     name = " / ".join(str(n) for n in summary.index.names)
     labels = _label(summary.index)
-    ending_table = pd.DataFrame({name: labels, "attempts": summary.attempts.map(_count).to_numpy(),
+    ending_table = pd.DataFrame({name: labels, "attempts": summary.attempts.map(count_text).to_numpy(),
         "completion": [_fraction(*parts) for parts in zip(summary.completed, summary.model_endings,
                                                           summary.completion_low, summary.completion_high)],
-        **{ending: summary[ending].map(_count).to_numpy() for ending in ENDINGS if ending != ENDED_COMPLETED}})
-    spend_table = pd.DataFrame({name: labels, **{c: summary[c].map(_count).to_numpy() for c in TOKEN_CATEGORIES},
-        "cache hit": summary.cache_hit_share.map(_share).to_numpy(), "cost": summary.cost.map(usd_text).to_numpy(),
-        "unpriced turns": summary.unpriced_turns.map(_count).to_numpy(),
-        "cache saving": summary.cache_saving.map(usd_text).to_numpy(), "retries": summary.retries.map(_count).to_numpy(),
-        "retry cost": summary.retry_cost.map(usd_text).to_numpy(),
-        "p50 ms": summary.latency_p50_ms.map(_ms).to_numpy(), "p90 ms": summary.latency_p90_ms.map(_ms).to_numpy()})
+        **{ending: summary[ending].map(count_text).to_numpy() for ending in ENDINGS if ending != ENDED_COMPLETED}})
+    spend_table = pd.DataFrame({name: labels, **{c: summary[c].map(count_text).to_numpy() for c in TOKEN_CATEGORIES},
+        "cache hit": summary.cache_hit_share.map(share_text).to_numpy(), "cost": usd_column(summary.cost),
+        "unpriced turns": summary.unpriced_turns.map(count_text).to_numpy(),
+        "cache saving": usd_column(summary.cache_saving), "retries": summary.retries.map(count_text).to_numpy(),
+        "retry cost": usd_column(summary.retry_cost),
+        "p50 ms": summary.latency_p50_ms.map(count_text).to_numpy(), "p90 ms": summary.latency_p90_ms.map(count_text).to_numpy()})
     note = [f"completion = completed / attempts ending in the model's own endings ({', '.join(MODEL_ENDINGS)});",
             f"{', '.join(NOT_MODEL_ENDINGS)} are counted but are not the model's; [low-high] is its 95% Wilson interval."]
     return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table)]) + "\n"
