@@ -54,11 +54,12 @@ def _repeats(tables, k: int) -> dict:
 
 def _repeats_text(repeats: dict) -> str:
     "The pass@k and pass^k of each model as lines of text."
+    from modelrecord.summary import interval_text
     lines = ["", "Repeats (mean over items, case on a surface, tried at least k times; 95% bootstrap interval)"]
     for model, parts in repeats.items():
         for name, label in (("pass_at_k", "pass@"), ("pass_hat_k", "pass^")):
             p = parts[name]
-            value = "-" if p["value"] is None else f"{p['value']:.0%} [{100 * p['low']:.0f}-{100 * p['high']:.0f}]" if p["low"] is not None else f"{p['value']:.0%}"
+            value = "-" if p["value"] is None else f"{p['value']:.0%} {interval_text(p['low'], p['high'])}".rstrip()
             lines.append(f"{model}  {label}{p['k']} {value} over {p['cases']} items ({p['left_out']} left out)")
     return "\n".join(lines) + "\n"
 

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['By', 'Z95', 'wilson', 'clustered_se', 'proportions', 'endings', 'tokens', 'costs', 'retries', 'latency', 'summary',
-           'attempt_totals', 'summary_text', 'proportion_record', 'summary_records']
+           'attempt_totals', 'interval_text', 'summary_text', 'proportion_record', 'summary_records']
 
 # %% ../nbs/07_summary.ipynb #612bbfdd
 from typing import Sequence, Union
@@ -176,11 +176,14 @@ def attempt_totals(tables: Tables) -> pd.DataFrame:
     return result
 
 # %% ../nbs/07_summary.ipynb #bcf976ed
+def interval_text(low, high) -> str:
+    "A 95% interval as whole percentages, `[73-89]`, blank when unknown."
+    return "" if low is None or pd.isna(low) else f"[{100 * low:.0f}-{100 * high:.0f}]"
+
 def _fraction(numerator, denominator, low=None, high=None) -> str:
     "`31/50 62%`, with its interval `31/50 62% [48-74]` when `low` and `high` are given, or `0/0` when there is nothing to divide."
     if not denominator: return f"{numerator:,}/0"
-    interval = "" if low is None or pd.isna(low) else f" [{100 * low:.0f}-{100 * high:.0f}]"
-    return f"{numerator:,}/{denominator:,} {numerator / denominator:.0%}{interval}"
+    return f"{numerator:,}/{denominator:,} {numerator / denominator:.0%} {interval_text(low, high)}".rstrip()
 
 # %% ../nbs/07_summary.ipynb #5a1be1c0
 def _label(index: pd.Index) -> list:
