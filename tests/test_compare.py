@@ -297,3 +297,15 @@ def test_statistics_are_imported_only_when_used():
             "print(sorted(m for m in ('scipy', 'statsmodels') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_compare_command_runs_of_one_tree(tmp_path, capsys):
+    for name in EXAMPLE_RUNS: write_tree(tmp_path / name, **EXAMPLE_RUNS[name])
+    runs = load(tmp_path).runs.sort_values("started_at")
+    ids = [",".join(runs.run_id[runs.commit == commit].astype(str)) for commit in runs.commit.astype(str).unique()]
+    assert main(["compare", str(tmp_path), "--runs", *ids, "--json", "--fail-on-regression"]) == 1
+    by_runs = json.loads(capsys.readouterr().out)
+    assert main(["compare", *(str(tmp_path / name) for name in EXAMPLE_RUNS), "--json"]) == 0
+    assert by_runs["models"] == json.loads(capsys.readouterr().out)["models"]
+    assert main(["compare", str(tmp_path), "--runs", ids[0].split(",")[0], "nope"]) == 2
+    assert "'nope' names no single run id or commit" in capsys.readouterr().err
