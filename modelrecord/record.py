@@ -9,13 +9,12 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'ENDINGS', 'OUTCOME_OK', 'OUTCOME_TOOL_ERROR', 'OUTCOME_PROTOCOL_ERROR', 'OUTCOME_TRANSPORT_ERROR',
            'OUTCOME_PREVIEW', 'OUTCOMES', 'OUTCOME_REFUSED_PREFIX', 'TURN_OK', 'TURN_RATE_LIMITED', 'TURN_SERVER_ERROR',
            'TURN_REQUEST_ERROR', 'TURN_TRANSPORT_ERROR', 'TURN_STATUSES', 'BLOCK_TEXT', 'BLOCK_THINKING',
-           'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'ENDING_COLOURS',
-           'TOKEN_COLOURS', 'COST_COLOURS', 'GO_NON_BLANK', 'NonBlank', 'GoInt', 'Position', 'Count', 'Timestamp',
-           'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session',
-           'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable', 'compact_json', 'Block', 'Usage', 'Turn',
-           'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord', 'AttemptRecord', 'TurnRecord', 'CallRecord',
-           'VerifyRecord', 'line_problem', 'cap_result', 'go_escape', 'go_string', 'cap_text', 'refused_outcome',
-           'EncodeError', 'go_float', 'go_time', 'encode']
+           'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'NonBlank', 'GoInt',
+           'Position', 'Count', 'Timestamp', 'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price',
+           'Provider', 'Run', 'Session', 'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable',
+           'compact_json', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
+           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text',
+           'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -63,23 +62,15 @@ COST_COMPONENTS = ("input", "output", "cache_write", "cache_read")
 TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
 
-# %% ../nbs/00_record.ipynb #b212482a
-ENDING_COLOURS = {
-    ENDED_COMPLETED: "#2e7d32", ENDED_OVER_BUDGET: "#ef6c00", ENDED_MALFORMED: "#c62828",
-    ENDED_NO_TOOL_CALL: "#f9a825", ENDED_PROVIDER_ERROR: "#78909c", ENDED_HARNESS_ERROR: "#455a64",
-    ENDED_SKIPPED: "#cfd8dc"}
-TOKEN_COLOURS = {"input": "#1565c0", "output": "#e65100", "cache_created": "#6a1b9a", "cache_read": "#80cbc4"}
-COST_COLOURS = dict(zip(COST_COMPONENTS, TOKEN_COLOURS.values()))
-
 # %% ../nbs/00_record.ipynb #0eb8ccf2
-GO_NON_BLANK = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
+_GO_KEEPS = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
 NonBlank = Annotated[str, msgspec.Meta(min_length=1)]  # required: not empty (nor blank: see `line_problem`)
 GoInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # what fits Go's 64-bit int
 Position = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]  # counts from 1
 Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # counts from 0
 Timestamp = Annotated[dt.datetime, msgspec.Meta(tz=True)]  # RFC 3339 with a zone
 Outcome = Annotated[str, msgspec.Meta(pattern=(
-    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + GO_NON_BLANK))]
+    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + _GO_KEEPS))]
 GO_ZERO_TIME = dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)  # what Go writes for a time never set
 
 # %% ../nbs/00_record.ipynb #b38ee389
@@ -313,7 +304,7 @@ RECORD_TYPES = {Run: RunRecord, Session: SessionRecord, Attempt: AttemptRecord, 
 AnyRecord = RunRecord | SessionRecord | AttemptRecord | TurnRecord | CallRecord | VerifyRecord
 
 # %% ../nbs/00_record.ipynb #a5d54169
-_GO_NON_BLANK = re.compile(GO_NON_BLANK)
+_GO_NON_BLANK = re.compile(_GO_KEEPS)
 
 def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
@@ -345,13 +336,13 @@ def cap_result(raw: msgspec.Raw | bytes) -> tuple[msgspec.Raw, bool]:
     data = bytes(raw)
     if len(data) <= MAX_RESULT_BYTES:
         return (raw if isinstance(raw, msgspec.Raw) else msgspec.Raw(data)), False
-    return msgspec.Raw(go_string(data[:MAX_RESULT_BYTES])), True
+    return msgspec.Raw(_go_string(data[:MAX_RESULT_BYTES])), True
 
 # %% ../nbs/00_record.ipynb #8426d7cd
 _GO_ESCAPES = [(b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
                ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029")]
 
-def go_escape(data: bytes) -> bytes:
+def _go_escape(data: bytes) -> bytes:
     "`data` with the characters Go escapes for safe embedding in HTML escaped as it does."
     for char, escaped in _GO_ESCAPES:
         if char in data: data = data.replace(char, escaped)
@@ -359,13 +350,13 @@ def go_escape(data: bytes) -> bytes:
 
 _string_encoder = msgspec.json.Encoder()
 
-def go_string(data: bytes) -> bytes:
+def _go_string(data: bytes) -> bytes:
     "The JSON string Go's encoding/json writes for the bytes `data`, invalid UTF-8 included."
     pieces, start = [], 0
     while True:
         try:
             pieces.append(_string_encoder.encode(data[start:].decode())[1:-1])
-            return go_escape(b'"' + b"".join(pieces) + b'"')
+            return _go_escape(b'"' + b"".join(pieces) + b'"')
         except UnicodeDecodeError as bad:
             valid_end = start + bad.start
             pieces += [_string_encoder.encode(data[start:valid_end].decode())[1:-1], b"\\ufffd"]
@@ -462,4 +453,4 @@ def encode(line) -> bytes:
     payload = _go_item(line_type, record.payload)
     try: data = _line_encoder.encode({"schema": record.schema, "type": line_type, line_type: payload})
     except (ValueError, TypeError) as bad: raise EncodeError(line_type, f"cannot be encoded: {bad}") from None
-    return go_escape(data)
+    return _go_escape(data)
