@@ -5,8 +5,9 @@
 # %% auto #0
 __all__ = ['ENDING_COLOURS', 'TOKEN_COLOURS', 'COST_COLOURS', 'WIDTH', 'HEIGHT', 'ROW_INCHES', 'MAX_HEIGHT', 'NOTE_COLOUR',
            'BOX_COLOURS', 'NOT_MODEL_HATCH', 'NOTHING', 'UNPRICED', 'NOTE_CHAR_INCHES', 'LATENCY_PERCENTILES',
-           'VERDICT_COLOURS', 'texts', 'legends', 'tokens_by_model', 'cost_by_model', 'endings_by_model',
-           'latency_by_model', 'cumulative_cost', 'verdicts_by_model']
+           'VERDICT_COLOURS', 'CHANGE_COLOURS', 'PAIR_COLOURS', 'texts', 'legends', 'tokens_by_model', 'cost_by_model',
+           'endings_by_model', 'latency_by_model', 'cumulative_cost', 'verdicts_by_model', 'forest_plot', 'paired_plot',
+           'before_after_plot', 'cost_success_plot']
 
 # %% ../nbs/10_plots.ipynb #4236360c
 import inspect
@@ -28,7 +29,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, NullFormatter, PercentFormatter
+from matplotlib.ticker import Formatter, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
 
 from .record import (
     COST_COMPONENTS, ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_NO_TOOL_CALL, ENDED_OVER_BUDGET,
@@ -402,4 +403,125 @@ def verdicts_by_model(scores, *, by: str = "model", ax: Optional[Axes] = None) -
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     handles, names = ax.get_legend_handles_labels()
     _legend(ax, "verdict", (1.0, 0), "lower left", handles=handles[::-1], labels=names[::-1])
+    return fig
+
+# %% ../nbs/10_plots.ipynb #7b5c5a6e
+CHANGE_COLOURS = {"regression": "#c62828", "improvement": "#2e7d32", "no change": "#78909c"}  # compare_runs' verdicts
+PAIR_COLOURS = ("#1565c0", "#ef6c00")  # the first and the second of two things compared (models, or before and after)
+
+def _interval_rows(ax: Axes, y, rate, low, high, colour, label=None, offset: float = 0.0, **style):
+    "Rates at `y` (+ `offset`) as dots with horizontal bars from `low` to `high`."
+    rate, low, high = (np.asarray(v, dtype=float) for v in (rate, low, high))
+    ax.errorbar(rate, np.asarray(y) + offset, xerr=[rate - low, high - rate], fmt="o", color=colour, ecolor=colour,
+                elinewidth=1.5, capsize=3, markersize=5, label=label, **style)
+
+# %% ../nbs/10_plots.ipynb #8a270ccc
+def forest_plot(rates: pd.DataFrame, # a rates table: `numerator`, `denominator`, `rate`, `low`, `high` per row
+                *, what: str = "success", # what the rate is of, for the axis label
+                ax: Optional[Axes] = None) -> Figure:
+    "Each row's rate with its 95% interval as a bar, and its numerator/denominator written beside it."
+    fig, ax = _figure(ax, _height(len(rates)))
+    ax.set_title(f"{what.capitalize()} rate with its 95% interval", loc="left", fontsize=11)
+    ax.set_xlabel(f"{what} rate")
+    if rates.empty:
+        _nothing(ax)
+        return fig
+    y, ticks, labels, headers = _rows(rates.index)
+    _interval_rows(ax, y, rates.rate, rates.low, rates.high, PAIR_COLOURS[0])
+    for at, row in zip(y, rates.itertuples()): _note(ax, 1.03, at, f"{row.numerator:,}/{row.denominator:,}")
+    _y_axis(ax, ticks, labels, headers, " / ".join(str(n) for n in rates.index.names))
+    ax.set_xlim(0, 1.22)
+    ax.set_xticks(np.linspace(0, 1, 6))
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.grid(axis="x", color="#eceff1")
+    return fig
+
+# %% ../nbs/10_plots.ipynb #879e4e2a
+def paired_plot(comparison, # a `ModelComparison` from `modelrecord.compare.compare_models`
+                *, limit: int = 30, # at most this many items, the most discordant first
+                ax: Optional[Axes] = None) -> Figure:
+    "Per item two models both attempted: each one's success rate, joined, most discordant first; the paired test in the title."
+    items = comparison.items
+    order = np.argsort(-items.difference.abs().to_numpy(), kind="stable")[:limit]
+    shown = items.iloc[order]
+    fig, ax = _figure(ax, _height(len(shown)))
+    head = f"{comparison.a}  vs  {comparison.b}"
+    ax.set_title(head if comparison.test is None else f"{head}\nmean difference {comparison.difference:+.2f} "
+                 f"[{comparison.low:+.2f}, {comparison.high:+.2f}], {comparison.test} p = {comparison.p_value:.2g}",
+                 loc="left", fontsize=10, parse_math=False)
+    ax.set_xlabel("success rate on the item (successes / attempts)")
+    if shown.empty:
+        _nothing(ax, "no item attempted by both")
+        return fig
+    y = np.arange(len(shown), dtype=float)
+    ax.hlines(y, shown.rate_a, shown.rate_b, color="#b0bec5", linewidth=2, zorder=1)
+    for column, colour, name in (("rate_a", PAIR_COLOURS[0], comparison.a), ("rate_b", PAIR_COLOURS[1], comparison.b)):
+        ax.scatter(shown[column], y, color=colour, s=30, label=_name(name), zorder=2)
+    _y_axis(ax, y, [f"{case} / {surface}" for case, surface in shown.index], [False] * len(shown), "item (case / surface)")
+    ax.set_xlim(-0.05, 1.05)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    _legend(ax, "model")
+    if len(items) > len(shown): _note(ax, 0, len(shown) - 0.4, f"{len(items) - len(shown)} more items not shown")
+    return fig
+
+# %% ../nbs/10_plots.ipynb #08ff1f75
+def before_after_plot(comparison, # a `RunComparison` from `modelrecord.compare.compare_runs`
+                      *, ax: Optional[Axes] = None) -> Figure:
+    "Per model: the success rate before and after with their intervals, and the verdict with its corrected p-value."
+    from modelrecord.summary import wilson
+    models = comparison.models
+    fig, ax = _figure(ax, _height(len(models) * 1.5))
+    ax.set_title(f"Before and after, on the items both runs hold (Holm-corrected, alpha = {comparison.alpha})",
+                 loc="left", fontsize=10)
+    ax.set_xlabel("success rate")
+    if models.empty:
+        _nothing(ax, "no item in both runs")
+        return fig
+    y = np.arange(len(models), dtype=float)
+    for side, colour, offset in (("before", PAIR_COLOURS[0], -0.15), ("after", PAIR_COLOURS[1], 0.15)):
+        successes, attempts = models[f"{side}_successes"], models[f"{side}_attempts"]
+        low, high = wilson(successes, attempts)
+        _interval_rows(ax, y, successes / attempts, low, high, colour, side, offset)
+    for at, row in zip(y, models.itertuples()):
+        ax.annotate(f"{row.verdict}  {row.difference:+.2f}, Holm p = {row.p_holm:.2g}", (1.0, at), xytext=(6, 0),
+                    textcoords="offset points", va="center", fontsize=8, color=CHANGE_COLOURS[row.verdict],
+                    fontweight="bold" if row.verdict != "no change" else "normal", parse_math=False)
+    _y_axis(ax, y, [_name(m) for m in models.index], [False] * len(models), "model")
+    ax.set_xlim(0, 1.55)
+    ax.set_xticks(np.linspace(0, 1, 6))
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    _legend(ax, "run")
+    return fig
+
+# %% ../nbs/10_plots.ipynb #c265e712
+def cost_success_plot(spend: pd.DataFrame, # a `cost_success` table
+                      *, ax: Optional[Axes] = None) -> Figure:
+    "Success rate against cost per attempt per model, both with intervals, the Pareto frontier joined; unpriced models noted."
+    fig, ax = _figure(ax)
+    ax.set_title("Success against cost per attempt (the Pareto frontier joined)", loc="left", fontsize=11)
+    ax.set_xlabel("cost per attempt")
+    ax.set_ylabel("success rate")
+    priced = spend.dropna(subset=["cost_per_attempt"])
+    if priced.empty:
+        _nothing(ax, "no priced model in this selection" if len(spend) else NOTHING)
+        return fig
+    x = priced.cost_per_attempt.to_numpy(float)
+    ax.errorbar(x, priced.rate, xerr=[x - priced.cost_low.clip(lower=x * 0.01), priced.cost_high - x],
+                yerr=[priced.rate - priced.low, priced.high - priced.rate], fmt="o", color=PAIR_COLOURS[0],
+                ecolor="#90a4ae", elinewidth=1.2, capsize=3)
+    frontier = priced[priced.pareto].sort_values("cost_per_attempt")
+    ax.plot(frontier.cost_per_attempt, frontier.rate, color=PAIR_COLOURS[1], linewidth=1.5, zorder=0, label="Pareto frontier")
+    for model, row in priced.iterrows():
+        ax.annotate(_name(model).split("\n")[0], (row.cost_per_attempt, row.rate), xytext=(5, 5), textcoords="offset points",
+                    fontsize=8, parse_math=False)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: usd_text(v)))
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(min(0.0, float(priced.low.min())), 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    unpriced = spend.index[spend.cost_per_attempt.isna()]
+    if len(unpriced): ax.text(0.01, 0.02, "unpriced, not drawn: " + ", ".join(map(str, unpriced)), transform=ax.transAxes,
+                              fontsize=8, color=NOTE_COLOUR, parse_math=False)
+    _legend(ax, "", (0.99, 0.1), "lower right")
     return fig

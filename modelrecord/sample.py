@@ -4,9 +4,9 @@
 
 # %% auto #0
 __all__ = ['TURN_CAP', 'RETRIEVED_ON', 'MODELS', 'SURFACES', 'MODES', 'SESSION_PLANS', 'ACTIONS', 'DESTRUCTIVE', 'OLD_SPELLINGS',
-           'CASE_TEMPLATES', 'TIERS', 'HUGE', 'EDITIONS', 'KEY_NAME', 'EXAMPLE_SETTINGS', 'Model', 'SessionPlan',
-           'shard_sessions', 'Case', 'case', 'Move', 'generate', 'answer_key', 'write_tree', 'tree_bytes',
-           'example_tree', 'example_key']
+           'CASE_TEMPLATES', 'TIERS', 'HUGE', 'EDITIONS', 'KEY_NAME', 'EXAMPLE_SETTINGS', 'EXAMPLE_RUNS', 'Model',
+           'SessionPlan', 'shard_sessions', 'Case', 'case', 'Move', 'generate', 'answer_key', 'write_tree',
+           'tree_bytes', 'example_tree', 'example_key', 'example_runs']
 
 # %% ../nbs/03_sample.ipynb #6d0ab00c
 import datetime as dt
@@ -643,11 +643,22 @@ EDITIONS = {"ce": ("ce", "18.4.1", "free"), "ee": ("ee", "18.4.1-ee", "ultimate"
 _SERVED = {"dynamic": (2, 2), "meta": (38, 46), "individual": (612, 781)}  # tools a surface serves on ce and ee
 _NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
+def _trial(trial: int) -> str:
+    "What a trial adds to the seeds of a shard's draws: nothing for the first, so a tree's bytes never move."
+    return f":trial:{trial}" if trial else ""
+
+def _shifted(model: Model, factor: float) -> Model:
+    "`model` with the weight of its completed ending multiplied by `factor` (a change between two runs)."
+    return model._replace(endings={**model.endings, ENDED_COMPLETED: model.endings[ENDED_COMPLETED] * factor})
+
 class _Shard:
     "One simulated process: its run line, its sessions and the attempts it makes."
-    def __init__(self, seed: int, target: str, shard: int, shards_per_target: int, huge: float = HUGE, repeat: int = 1):
+    def __init__(self, seed: int, target: str, shard: int, shards_per_target: int, huge: float = HUGE, repeat: int = 1,
+                 trial: int = 0, shifts: Optional[dict] = None, first_case: int = 1):
         self.seed, self.target, self.huge, self.repeat = seed, target, huge, repeat
-        self.rng = random.Random(f"modelrecord.sample:shard:{seed}:{target}:{shard}")
+        self.trial, self.first_case = trial, first_case
+        self.models = tuple(_shifted(m, shifts[m.spec]) if shifts and m.spec in shifts else m for m in MODELS)
+        self.rng = random.Random(f"modelrecord.sample:shard:{seed}:{target}:{shard}" + _trial(trial))
         self.name = SHARD_PREFIX + "".join(self.rng.choices(_NAME_CHARS, k=8)) + SHARD_SUFFIX
         self.edition, self.version, self.tier = EDITIONS.get(target, EDITIONS["ee" if "ee" in target else "ce"])
         self.plans = shard_sessions(shard, shards_per_target)
@@ -662,8 +673,8 @@ class _Shard:
 # %% ../nbs/03_sample.ipynb #8c5dd70d
 def _run(maker: _Shard, shard: int) -> Run:
     "The run line of `maker`'s shard."
-    tree, rng = random.Random(f"modelrecord.sample:tree:{maker.seed}"), maker.rng
-    day = dt.datetime(2026, 9, 14, 8, 0, tzinfo=dt.timezone.utc) + dt.timedelta(days=tree.randint(0, 20), minutes=tree.randint(0, 600))
+    tree, rng = random.Random(f"modelrecord.sample:tree:{maker.seed}" + _trial(maker.trial)), maker.rng
+    day = dt.datetime(2026, 9, 14, 8, 0, tzinfo=dt.timezone.utc) + dt.timedelta(days=tree.randint(0, 20) + 21 * maker.trial, minutes=tree.randint(0, 600))
     commit, corpus, contract = f"{tree.getrandbits(160):040x}", _digest("corpus", tree.random()), _digest("contract", tree.random())
     started = day + dt.timedelta(seconds=rng.randint(0, 90), microseconds=rng.randint(0, 999_999))
     started = GoTime.of(started, nanosecond=random.Random(maker.name).randrange(1000))  # Go's clock has nanoseconds
@@ -685,13 +696,13 @@ def _session(maker: _Shard, plan: SessionPlan) -> Session:
 # %% ../nbs/03_sample.ipynb #316a825b
 def _attempts(maker: _Shard) -> Iterator[list]:
     "The lines of each attempt of the shard, in the order they are written, without end."
-    n = 0
+    n = maker.first_case - 1
     while True:
         n += 1
         maker.cases = n  # the cases started so far: the answer key must hold them all
         current = case(maker.seed, n)
         for plan in maker.plans:
-            for model in MODELS:
+            for model in maker.models:
                 for repeat in range(1, maker.repeat + 1):
                     lines = _attempt_lines(maker, current, plan, model, repeat)
                     if lines[0].session and plan.label not in maker.started:
@@ -771,6 +782,9 @@ def write_tree(path,  # the directory to write the tree into, created if needed
                target_bytes: Optional[int] = None,  # keep adding attempts until the tree is about this size
                huge: float = HUGE,  # chance that an answer which can grow large is over the 64 KiB caps
                repeat: int = 1,  # how many times each case is put to each model on each session
+               trial: int = 0,  # another run of the same cases (0: the first): its own draws, run lines and commit
+               shifts: Optional[dict] = None,  # model spec -> factor on its chance to complete, to simulate a change
+               first_case: int = 1,  # the case number the walk starts from (a later run may drop the first cases)
                replace: bool = False,  # delete the shards already in the target directories (else refuse)
               ) -> Path:
     "Write a deterministic shard tree under `path`, with its answer key `key.json`, and return its path."
@@ -782,7 +796,7 @@ def write_tree(path,  # the directory to write the tree into, created if needed
         for k in range(shards_per_target):
             g = t * shards_per_target + k
             share = attempts // shards + (g < attempts % shards)
-            maker = _Shard(seed, target, k, shards_per_target, huge, repeat)
+            maker = _Shard(seed, target, k, shards_per_target, huge, repeat, trial, shifts, first_case)
             _write_shard(maker, directory, share, (target_bytes or 0) // shards)
             cases = max(cases, getattr(maker, "cases", 0))
     (path / KEY_NAME).write_bytes(msgspec.json.format(msgspec.json.encode(answer_key(seed, cases)), indent=1) + b"\n")
@@ -804,3 +818,16 @@ def example_tree() -> Path:
 def example_key() -> Path:
     "The answer key of the bundled example tree."
     return example_tree() / KEY_NAME
+
+# %% ../nbs/03_sample.ipynb #3d5d9455
+_RUN_SETTINGS = dict(seed=5, attempts=360, targets=("ee",), repeat=3, huge=0.0)
+EXAMPLE_RUNS = {  # how the bundled pair of runs was written: name -> write_tree settings
+    "before": _RUN_SETTINGS,
+    "after": {**_RUN_SETTINGS, "trial": 1, "first_case": 2, "attempts": 396,
+              "shifts": {"google:gemini-2.5-flash;temperature=0": 0.3, "anthropic:claude-sonnet-4;effort=high": 0.8}},
+}
+
+def example_runs() -> tuple:
+    "The bundled pair of runs of the same cases, `(before, after)`: the data of the comparison examples."
+    root = Path(str(importlib.resources.files("modelrecord") / "data" / "runs"))
+    return root / "before", root / "after"
