@@ -135,17 +135,21 @@ def _local(at: pa.Array, starts: np.ndarray, owners: np.ndarray) -> pa.Array:
 # %% ../nbs/04_tables.ipynb #a85fff4d
 RUN_COLUMNS = ("run_id", "commit", "edition", "tier")  # the run columns every table carries
 
-def _per_shard(values: list, owners: np.ndarray) -> pa.DictionaryArray:
-    "A categorical column holding, for each row, the value of its shard (`values`: one per shard; None or empty is missing)."
+def _encoded(values: list) -> tuple:
+    "`(codes, dictionary)` of one value per shard: each shard's position in `dictionary` (-1 where None or empty), and -1 last."
     distinct = {}
     codes = np.array([distinct.setdefault(value, len(distinct)) if value else -1 for value in values] + [-1], np.int32)
-    at = codes[owners]
-    return pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), pa.array(list(distinct), pa.string()))
+    return codes, pa.array(list(distinct), pa.string())
 
-def _with_run(columns: dict, runs: list, owners: np.ndarray, paths: list) -> pa.Table:
-    "`columns` as a table, with the run columns of each row's shard (`runs`: its first run line, or None) and its path."
-    for name in RUN_COLUMNS: columns[name] = _per_shard([run and getattr(run, name) for run in runs], owners)
-    columns["shard"] = _per_shard(paths, owners)
+def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
+    "A categorical column holding, for each row, the value of its shard (`encoded` by `_encoded`), missing where it has none."
+    codes, dictionary = encoded
+    at = codes[owners]
+    return pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), dictionary)
+
+def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:
+    "`columns` as a table, with the run columns and the path of each row's shard (`constants`: column -> `_encoded` values per shard)."
+    for name, encoded in constants.items(): columns[name] = _per_shard(encoded, owners)
     return pa.table(columns)
 
 # %% ../nbs/04_tables.ipynb #6cb5524e
@@ -184,20 +188,18 @@ def _payloads(records: list, owners: np.ndarray) -> dict:
     return groups
 
 # %% ../nbs/04_tables.ipynb #1f9432f5
-def _run_tables(runs: list, owners: np.ndarray, paths: list) -> tuple:
-    "The runs and providers tables of the run lines `runs` (of the shards `owners`), the providers' shards, and each shard's first run line."
+def _run_tables(runs: list, owners: np.ndarray, shards: tuple) -> tuple:
+    "The runs and providers tables of the run lines `runs` (of the shards `owners`, their paths `_encoded` in `shards`), and the providers' shards."
     run_columns = _columns(runs, _RUN)
     run_columns["providers"] = pa.array([len(run.providers) for run in runs], pa.int64())
-    run_columns["shard"] = _per_shard(paths, owners)
+    run_columns["shard"] = _per_shard(shards, owners)
     provider_owners = np.repeat(owners, [len(run.providers) for run in runs]).astype(np.intp)
     owning = [run for run in runs for _ in run.providers]
     providers = [provider for run in runs for provider in run.providers]
     provider_columns = {**_columns(owning, _RUN[:4]), **_columns(providers, _PROVIDER),
                         **_columns([p.price or _NO_PRICE for p in providers], _PRICE)}
-    provider_columns["shard"] = _per_shard(paths, provider_owners)
-    first = [None] * len(paths)
-    for run, owner in zip(reversed(runs), owners[::-1].tolist()): first[owner] = run
-    return pa.table(run_columns), pa.table(provider_columns), provider_owners, first
+    provider_columns["shard"] = _per_shard(shards, provider_owners)
+    return pa.table(run_columns), pa.table(provider_columns), provider_owners
 
 # %% ../nbs/04_tables.ipynb #76928ed2
 def _flatten_blocks(per_turn: tuple) -> tuple:
@@ -301,7 +303,11 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
             _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs)
         owners = {table: _joined(shards) for table, shards in owners.items()}
         columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan} for table, plan in plans.items()}
-        runs_table, providers_table, owners["providers"], first = _run_tables(runs, owners["runs"], paths)
+        first = [None] * len(paths)  # each shard's first run line
+        for run, owner in zip(reversed(runs), owners["runs"][::-1].tolist()): first[owner] = run
+        constants = {name: _encoded([run and getattr(run, name) for run in first]) for name in RUN_COLUMNS}
+        constants["shard"] = _encoded(paths)
+        runs_table, providers_table, owners["providers"] = _run_tables(runs, owners["runs"], constants["shard"])
         starts = {table: _starts(owners[table], len(paths)) for table in ("sessions", "attempts", "turns")}
         sessions, attempts = columns["sessions"], columns["attempts"]
         session_at = _positions(keyed(owners["attempts"], attempts["session"]), keyed(owners["sessions"], sessions["label"]))
@@ -330,7 +336,7 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         blocks.update(_take(turns, (*ATTEMPT_COLUMNS, "attempt_key"), turn_at))
         blocks["turn_key"] = _local(turn_at, starts["turns"], owners["blocks"])
         tables = {"runs": runs_table, "providers": providers_table,
-                  **{name: _with_run(table, first, owners[name], paths) for name, table in (
+                  **{name: _with_run(table, constants, owners[name]) for name, table in (
                       ("sessions", sessions), ("attempts", attempts), ("turns", turns), ("calls", calls),
                       ("verifies", verifies), ("blocks", blocks))}}
         counts = {name: np.bincount(owners[name], minlength=len(paths)) for name in TABLES}
@@ -375,6 +381,12 @@ def _counts(part: Mapping) -> dict:
     "Each table's rows per shard of `part` (a `Part`, or the plain tables of one shard)."
     return part.counts if isinstance(part, Part) else {name: np.array([part[name].num_rows]) for name in TABLES}
 
+def _relative(paths: pd.Index, root) -> pd.Index:
+    "The shard `paths` relative to `root` (a prefix cut off all at once when they are all under it, as a load's are)."
+    prefix = os.path.join(os.path.abspath(root), "")
+    if len(paths) and paths.str.startswith(prefix).all(): return paths.str.slice(len(prefix))
+    return pd.Index([os.path.relpath(p, root) for p in paths], dtype="str")
+
 def _frames(parts: list, root) -> dict:
     "One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to `root`."
     rows = {name: np.concatenate([_counts(part)[name] for part in parts]).astype(np.int64) for name in TABLES}
@@ -388,7 +400,7 @@ def _frames(parts: list, root) -> dict:
             offsets = np.repeat(np.cumsum(target) - target, rows[name])
             frame.insert(table.column_names.index(key), key, _global_key(table.column(key), offsets))
         if name in _INDEX: frame.index.name = _INDEX[name]
-        if root is not None: frame["shard"] = frame.shard.cat.rename_categories(lambda p: os.path.relpath(p, root))
+        if root is not None: frame["shard"] = frame.shard.cat.rename_categories(_relative(frame.shard.cat.categories, root))
         frames[name] = _categories(frame)
     return frames
 
@@ -767,7 +779,7 @@ def load(path, *, workers: Optional[int] = None, content: bool = False, progress
          errors: Errors = "raise", cache: bool = True) -> Tables:
     "The `Tables` of the shard tree (or shard file) at `path`, read strictly (salvaging with `errors='collect'`), through the cache unless `cache=False`."
     if errors not in ("raise", "collect"): raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
-    paths = [os.path.realpath(p) for p in shard_paths(path)]
+    paths = shard_paths(os.path.realpath(path))  # resolved once: the walk does not follow links to directories
     keys = [_shard_key(p) for p in paths]
     directory = _tree_dir(path, content) if cache else None
     found, opened, segments = _cached(directory, keys) if directory else ({}, {}, [])
