@@ -33,6 +33,7 @@ SHAPES = {"few": dict(targets=("ce", "ee"), shards_per_target=2, target_bytes=18
           "tiny": dict(targets=("ce", "ee"), shards_per_target=5000, attempts=0)}
 MEASURES = ("read_shards", "load_1", "load_2", "load_default", "duckdb", "cache_cold", "cache_warm")
 TINY_MEASURES = ("read_shards", "load_1", "load_default", "cache_cold", "cache_warm", "live_first", "live_refresh")
+SCALING_MEASURES = ("read_shards", "load_1", "load_2", "cache_warm", "dask_2")
 
 
 def _rss_mb() -> float:
@@ -63,6 +64,23 @@ def measure(name: str, tree: str, cache: str) -> dict:
         result = modelrecord.tables.load(tree, progress=False)
     elif live is not None:
         result = live.read()
+    elif name == "dask_2":
+        import distributed
+        from modelrecord.dask import load as load_dask
+        wall = time.perf_counter()  # the cluster's start is not part of the time
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            wall, cpu = time.perf_counter(), time.process_time()
+            tables = load_dask(tree)
+            result = client.persist([frame for _, frame in tables.items()])
+            distributed.wait(result)
+            workers = client.run(lambda: (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                                          resource.getrusage(resource.RUSAGE_SELF).ru_utime))
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            del result
+        return {"seconds": wall, "cpu": cpu + sum(u for _, u in workers.values()), "base_mb": base,
+                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+                "children_peak_mb": sum(m for m, _ in workers.values()) / 1e3}
     elif name == "duckdb":
         connection = duckdb.connect()
         connection.execute(f"CREATE TABLE lines AS SELECT * FROM read_json_auto('{tree}/**/modeleval-*.jsonl')")
@@ -136,7 +154,7 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the trees (under /tmp/modelrecord-bench-trees)")
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
-    parser.add_argument("--measure", choices=MEASURES + TINY_MEASURES, help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=MEASURES + TINY_MEASURES + SCALING_MEASURES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, str(args.tree), args.cache)))

@@ -553,8 +553,16 @@ def _interactive() -> bool:
     try: return sys.stderr.isatty()
     except (AttributeError, ValueError): return False
 
-def _progress(total: int, progress: Optional[bool]):
-    "A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen)."
+class _Followed:
+    "Progress told to a function `follow(bytes_read, bytes_to_read)`, as a bar would show it."
+    def __init__(self, follow, total: int): self.follow, self.total, self.done = follow, total, 0
+    def __enter__(self): self.follow(0, self.total); return self
+    def __exit__(self, *_): pass
+    def update(self, size: int): self.done += size; self.follow(self.done, self.total)
+
+def _progress(total: int, progress):
+    "A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen); a callable `progress(done, total)` is told instead."
+    if callable(progress): return _Followed(progress, total)
     from tqdm.std import tqdm
     show = _interactive() if progress is None else progress
     return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, disable=not show, desc="load", file=sys.stderr, leave=False)
@@ -775,7 +783,7 @@ def _refuse_salvaged(parts: list):
             raise ShardError(first["shard"], first["line"], first["field"], first["why"])
 
 # %% ../nbs/04_tables.ipynb #515b38b4
-def load(path, *, workers: Optional[int] = None, content: bool = False, progress: Optional[bool] = None,
+def load(path, *, workers: Optional[int] = None, content: bool = False, progress=None,
          errors: Errors = "raise", cache: bool = True) -> Tables:
     "The `Tables` of the shard tree (or shard file) at `path`, read strictly (salvaging with `errors='collect'`), through the cache unless `cache=False`."
     if errors not in ("raise", "collect"): raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
