@@ -296,8 +296,9 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         for number, path in enumerate(paths):
             shard = read_shard(path, errors, problems)
             if shard is None: continue
-            records += shard.records
             record_owners.append(np.full(len(shard.records), number, np.intp))
+            records += shard.records
+            shard.records.clear()  # `records` alone holds the objects, so that each chunk's go when it does
         record_owners = _joined(record_owners)
         for start, chunk in _chunks(records):
             _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs)
@@ -361,9 +362,10 @@ def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.Integ
 def _first_met(column: pd.Series) -> pd.Series:
     "A categorical `column` with the categories its rows hold, in the order they are first met down the column."
     codes = column.cat.codes.to_numpy()
-    held, first = np.unique(codes[codes >= 0], return_index=True)
-    order = column.cat.categories[held[np.argsort(first, kind="stable")]]
-    return column.cat.set_categories(pd.Index(order, dtype="str"))
+    held = pd.unique(codes[codes >= 0])  # in the order first met
+    if len(held) == len(column.cat.categories) and (held == np.arange(len(held))).all() and column.cat.categories.dtype == "str":
+        return column  # already so: the usual case, left alone
+    return column.cat.set_categories(pd.Index(column.cat.categories[held], dtype="str"))
 
 def _categories(frame: pd.DataFrame) -> pd.DataFrame:
     "`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order, and the others in the order first met."
