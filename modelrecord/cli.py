@@ -79,7 +79,7 @@ def cache(args) -> int:
 # %% ../nbs/17_cli.ipynb #3f809535
 def explore(args) -> int:
     "Serve the explorer of a tree as a web page on 127.0.0.1 until Ctrl-C."
-    from modelrecord.explore import serve
+    from modelrecord.serve import serve
     from modelrecord.reader import shard_paths
     tree = _tree(args.path)
     try: shard_paths(tree)

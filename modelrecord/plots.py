@@ -31,7 +31,8 @@ from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator, NullFormatt
 
 from .record import (
     COST_COLOURS, COST_COMPONENTS, ENDING_COLOURS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_COLOURS)
-from .summary import costs, endings, latency, tokens, usd_text
+from .formatting import count_text, plural, usd_column, usd_text
+from .summary import costs, endings, latency, tokens
 from .tables import COST_COLUMNS, Tables
 
 # %% ../nbs/10_plots.ipynb #a3341785
@@ -201,10 +202,13 @@ def tokens_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "m
 
 # %% ../nbs/10_plots.ipynb #7c892643
 def _cost_notes(ends, spend: pd.DataFrame) -> list:
-    "What each cost bar says after it: its total, the turn lines it leaves out, or that its cost is unknown."
-    return [UNPRICED if pd.isna(row.cost) else f"{usd_text(end)} + {row.unpriced_turns} unpriced turn lines"
-            if row.unpriced_turns else usd_text(end) for end, row in zip(ends, spend.itertuples())]
+    "What each cost bar says after it: its total (all in one format), the turn lines it leaves out, or that its cost is unknown."
+    rows = list(spend.itertuples())
+    totals = usd_column([float("nan") if pd.isna(row.cost) else end for end, row in zip(ends, rows)])
+    return [UNPRICED if pd.isna(row.cost) else f"{total} + {plural(row.unpriced_turns, 'unpriced turn line')}"
+            if row.unpriced_turns else total for total, row in zip(totals, rows)]
 
+# %% ../nbs/10_plots.ipynb #7c892644
 def cost_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model", ax: Optional[Axes] = None) -> Figure:
     "Cost per model (or per `by`), stacked by component; an unpriced model gets no bar and says `unpriced`, never $0."
     spend = costs(tables, _groups(by, split))
@@ -238,7 +242,7 @@ def endings_by_model(tables: Tables, *, by: str = "model") -> Figure:
     for at, end, row in zip(y, ends, counts.itertuples()):
         if row.model_endings: own.text(0.01, at, f"{row.completion:.0%}", va="center", fontsize=8, color="white", fontweight="bold")
         else: _note(own, 0, at, "no attempt ended by the model", fontstyle="italic")
-        _note(apart, end, at, f"{row.not_model_endings}/{row.attempts}")
+        _note(apart, end, at, f"{count_text(row.not_model_endings)}/{count_text(row.attempts)}")
     _y_axis(own, ticks, labels, headers, by)
     apart.tick_params(axis="y", length=0)
     own.set_xlim(0, 1)
@@ -332,7 +336,7 @@ def cumulative_cost(tables: Tables, *, run: Optional[str] = None, ax: Optional[A
     unpriced = lines.cost.isna()
     if unpriced.any():
         whose = ", ".join(sorted(map(str, lines.model[unpriced].dropna().unique())))
-        notes.append(f"{int(unpriced.sum())} unpriced turn lines not counted ({whose})")
+        notes.append(f"{plural(int(unpriced.sum()), 'unpriced turn line')} not counted ({whose})")
     others = turns.run_id.dropna().nunique() - 1
     if run is None and others: notes.append(f"the latest of {others + 1} runs in the selection; narrow it to one run to see another")
     ax.text(0.01, 0.98, "\n".join(notes), transform=ax.transAxes, va="top", fontsize=8, color=NOTE_COLOUR, parse_math=False)

@@ -10,7 +10,8 @@ from matplotlib.legend import Legend
 from modelrecord import plots
 from modelrecord.record import COST_COMPONENTS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
 from modelrecord.sample import example_tree
-from modelrecord.summary import costs, endings, tokens, usd_text
+from modelrecord.formatting import plural, usd_column, usd_text
+from modelrecord.summary import costs, endings, tokens
 from modelrecord.tables import load
 
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")  # matplotlib warns (UserWarning) of what it cannot draw
@@ -149,8 +150,8 @@ def test_partly_priced_group(tables):
     "A surface mixes priced and unpriced models: the priced part is drawn, the unpriced turn lines are counted."
     fig = drawn(plots.cost_by_model(tables, by="surface"))
     spend = costs(tables, "surface")
-    for row in spend.itertuples():
-        assert f"{usd_text(row.cost)} + {row.unpriced_turns} unpriced turn lines" in texts(fig)
+    for total, row in zip(usd_column(spend.cost), spend.itertuples()):  # the notes are one column: one format
+        assert f"{total} + {plural(row.unpriced_turns, 'unpriced turn line')}" in texts(fig)
 
 
 def test_repriced_and_unpriced(tables):
