@@ -68,7 +68,7 @@ def measure(name: str, tree: str, cache: str) -> dict:
         import distributed
         from modelrecord.dask import load as load_dask
         wall = time.perf_counter()  # the cluster's start is not part of the time
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
                 distributed.Client(cluster) as client:
             wall, cpu = time.perf_counter(), time.process_time()
             tables = load_dask(tree)

@@ -32,7 +32,7 @@ def _compare(spread: pd.DataFrame, expected: pd.DataFrame):
 
 def test_process_cluster_summary_equals_the_in_memory_one(tree):
     expected = summary(load(tree, cache=False))
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster, \
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         tables = load_dask(tree)
         assert tables.turns.npartitions == 6
