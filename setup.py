@@ -12,7 +12,7 @@ def reqs(key):
     "The requirements listed under `key`, split on spaces."
     return cfg.get(key, "").split()
 
-analysis, explore = reqs("analysis_requirements"), reqs("explore_requirements")
+analysis, explore, dask = reqs("analysis_requirements"), reqs("explore_requirements"), reqs("dask_requirements")
 licenses = {"mit": "License :: OSI Approved :: MIT License"}
 statuses = ["Planning", "Pre-Alpha", "Alpha", "Beta", "Production/Stable", "Mature", "Inactive"]
 
@@ -41,8 +41,9 @@ setuptools.setup(
     extras_require={
         "analysis": analysis,
         "explore": analysis + explore,
-        "all": analysis + explore,
-        "dev": analysis + explore + reqs("dev_requirements"),
+        "dask": analysis + dask,
+        "all": analysis + explore + dask,
+        "dev": analysis + explore + dask + reqs("dev_requirements"),
     },
     entry_points={"console_scripts": reqs("console_scripts"),
                   "pytest11": ["modelrecord = modelrecord.pytest_plugin"]},  # the plugin: active wherever the package is installed

@@ -1,27 +1,39 @@
-"""Benchmark the analysis tables on a ~180 MB shard tree, against the reader alone and DuckDB.
+"""Benchmark the analysis tables on the tree shapes users keep, against the reader alone and DuckDB.
 
-    python bench/bench_tables.py [--bytes 180000000] [--repeat 3] [--tree DIR] [--with-pandas]
+    python bench/bench_tables.py [--shapes few,mid,large,tiny] [--repeat 2] [--keep]
 
-Writes the tree once with `modelrecord.sample.write_tree` under bench/out/ (git-ignored) and reuses
-it. Each measurement runs in a fresh subprocess, so its peak memory (ru_maxrss) is its own:
-- read_shards: `modelrecord.reader.read_shards` alone (every shard kept as objects);
-- load (1 worker) / load (2 workers): `modelrecord.tables.load`, all tables built;
-- duckdb: `read_json_auto` of the same files into one table, 2 threads;
-- pandas.read_json (with --with-pandas): `read_json(lines=True)` per file, concatenated.
-Prints wall and CPU seconds (best of --repeat), peak memory, and the ratios the issue asks about.
+Shapes (written under /tmp with `modelrecord.sample.write_tree`, deleted after unless --keep):
+- few:   4 large shards, ~180 MB;
+- mid:   117 mid-size shards (9 targets x 13 processes), ~175 MB;
+- large: 603 shards (9 targets x 67 processes), ~900 MB;
+- tiny:  10,000 one-line shards (a run line each).
+Each measurement runs in a fresh subprocess, so its peak memory (ru_maxrss) is its own:
+- read_shards: `modelrecord.reader.read_shards` alone;
+- load_1 / load_2 / load_default: `modelrecord.tables.load(cache=False)` on 1, 2 and the default workers;
+- duckdb: `read_json_auto` of the same files into one table, default threads;
+- cache_cold / cache_warm: `load()` with an empty cache directory, then again with it filled;
+- live_first / live_refresh (tiny only): the explorer's `LiveTree.read`, first and with nothing changed.
+Prints wall and CPU seconds (best of --repeat, interleaved), peak memory, and the ratios the issue asks about.
+The machine is shared: read the ratios, which are measured in the same run.
 """
 import argparse
 import json
 import os
 import resource
-import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-MEASURES = ("read_shards", "load_1", "load_2", "duckdb", "pandas")
+SHAPES = {"few": dict(targets=("ce", "ee"), shards_per_target=2, target_bytes=180_000_000),
+          "mid": dict(targets=tuple(f"{e}-{i}" for i in range(5) for e in ("ce", "ee"))[:9], shards_per_target=13, target_bytes=175_000_000),
+          "large": dict(targets=tuple(f"{e}-{i}" for i in range(5) for e in ("ce", "ee"))[:9], shards_per_target=67, target_bytes=900_000_000),
+          "tiny": dict(targets=("ce", "ee"), shards_per_target=5000, attempts=0)}
+MEASURES = ("read_shards", "load_1", "load_2", "load_default", "duckdb", "cache_cold", "cache_warm")
+TINY_MEASURES = ("read_shards", "load_1", "load_default", "cache_cold", "cache_warm", "live_first", "live_refresh")
+SCALING_MEASURES = ("read_shards", "load_1", "load_2", "cache_warm", "dask_2")
 
 
 def _rss_mb() -> float:
@@ -29,87 +41,133 @@ def _rss_mb() -> float:
     with open("/proc/self/statm") as statm: return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def measure(name: str, tree: str) -> dict:
+def measure(name: str, tree: str, cache: str) -> dict:
     "Run one measurement in this process; return seconds, CPU seconds and memory figures."
+    os.environ["MODELRECORD_CACHE_DIR"] = cache
     import modelrecord.tables, modelrecord.reader  # noqa: F401  (imports are not part of the time)
     import duckdb, pandas  # noqa: F401
+    live = None
+    if name.startswith("live_"):
+        try: from modelrecord.live import LiveTree
+        except ImportError: from modelrecord.explore import LiveTree
+        live = LiveTree(tree)
+        if name == "live_refresh": live.read()
+    if name == "cache_warm": modelrecord.tables.load(tree, progress=False)
     base = _rss_mb()
     wall, cpu = time.perf_counter(), time.process_time()
     if name == "read_shards":
         result = modelrecord.reader.read_shards(tree)
     elif name.startswith("load_"):
-        result = modelrecord.tables.load(tree, workers=int(name[5:]), progress=False)
+        workers = None if name == "load_default" else int(name[5:])
+        result = modelrecord.tables.load(tree, workers=workers, progress=False, cache=False)
+    elif name.startswith("cache_"):
+        result = modelrecord.tables.load(tree, progress=False)
+    elif live is not None:
+        result = live.read()
+    elif name == "dask_2":
+        import distributed
+        from modelrecord.dask import load as load_dask
+        wall = time.perf_counter()  # the cluster's start is not part of the time
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+                distributed.Client(cluster) as client:
+            wall, cpu = time.perf_counter(), time.process_time()
+            tables = load_dask(tree)
+            result = client.persist([frame for _, frame in tables.items()])
+            distributed.wait(result)
+            workers = client.run(lambda: (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                                          resource.getrusage(resource.RUSAGE_SELF).ru_utime))
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            del result
+        return {"seconds": wall, "cpu": cpu + sum(u for _, u in workers.values()), "base_mb": base,
+                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+                "children_peak_mb": sum(m for m, _ in workers.values()) / 1e3}
     elif name == "duckdb":
         connection = duckdb.connect()
-        connection.execute("SET threads = 2")
         connection.execute(f"CREATE TABLE lines AS SELECT * FROM read_json_auto('{tree}/**/modeleval-*.jsonl')")
         result = connection.execute("SELECT count(*) FROM lines").fetchall()
-    elif name == "pandas":
-        from modelrecord.reader import shard_paths
-        result = pandas.concat([pandas.read_json(p, lines=True) for p in shard_paths(tree)])
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    del result
     return {"seconds": wall, "cpu": cpu + children.ru_utime + children.ru_stime, "base_mb": base,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
-            "children_peak_mb": children.ru_maxrss / 1e3, "held_mb": _rss_mb() - base}
+            "children_peak_mb": children.ru_maxrss / 1e3}
 
 
 def run(name: str, tree: Path) -> dict:
-    "One measurement in a fresh subprocess."
-    out = subprocess.run([sys.executable, __file__, "--measure", name, "--tree", str(tree)],
-                         capture_output=True, text=True, check=True)
+    "One measurement in a fresh subprocess, with a cache directory of its own."
+    with tempfile.TemporaryDirectory(prefix="bench-cache-", dir="/tmp") as cache:
+        out = subprocess.run([sys.executable, __file__, "--measure", name, "--tree", str(tree), "--cache", cache],
+                             capture_output=True, text=True)
+    if out.returncode: raise RuntimeError(f"{name} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def tree_of(size: int, tree: Path = None) -> Path:
-    "The benchmark tree of about `size` bytes, written once."
+def write_shape(shape: str, root: Path) -> Path:
+    "Write the tree of `shape` under `root`."
     from modelrecord.sample import write_tree
-    tree = tree or HERE / "out" / f"tables-{size // 1_000_000}mb"
-    if not any(tree.rglob("modeleval-*.jsonl")):
-        start = time.perf_counter()
-        write_tree(tree, seed=0, target_bytes=size)
-        print(f"wrote {tree} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    start = time.perf_counter()
+    tree = write_tree(root / shape, seed=0, **SHAPES[shape])
+    print(f"wrote {shape} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return tree
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bytes", type=int, default=180_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--tree", type=Path)
-    parser.add_argument("--with-pandas", action="store_true")
-    parser.add_argument("--measure", choices=MEASURES, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.measure:
-        print(json.dumps(measure(args.measure, str(args.tree))))
-        return
-    tree = tree_of(args.bytes, args.tree)
-    size = sum(p.stat().st_size for p in tree.rglob("modeleval-*.jsonl"))
-    from modelrecord.tables import load
-    tables = load(tree, progress=False)
-    print(f"tree: {tree} ({size / 1e6:.0f} MB, {len(list(tree.rglob('modeleval-*.jsonl')))} shards)")
-    print(f"tables: {tables}")
-    print(f"cores: {len(os.sched_getaffinity(0))}, load average before: {os.getloadavg()[0]:.2f}")
-    names = [n for n in MEASURES if n != "pandas" or args.with_pandas]
+def report(shape: str, tree: Path, repeat: int) -> dict:
+    "Measure every measurement on `tree`, interleaved `repeat` times; print the table and the ratios."
+    files = list(tree.rglob("modeleval-*.jsonl"))
+    size = sum(p.stat().st_size for p in files)
+    names = TINY_MEASURES if shape == "tiny" else MEASURES
     results = {n: [] for n in names}
-    for _ in range(args.repeat):  # interleaved, so a busy moment hurts every measurement alike
+    load_before = os.getloadavg()[0]
+    for _ in range(repeat):
         for name in names: results[name].append(run(name, tree))
-    print(f"\n{'measurement':<14}{'best s':>8}{'median s':>10}{'cpu s':>8}{'peak MB':>9}{'peak-base MB':>14}{'x tree':>8}")
+    print(f"\n## {shape}: {len(files)} shards, {size / 1e6:.0f} MB (load average {load_before:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after)")
+    print(f"{'measurement':<14}{'best s':>8}{'cpu s':>8}{'peak MB':>9}{'peak-base MB':>14}{'x tree':>8}")
     best = {}
     for name, runs in results.items():
         best[name] = min(r["seconds"] for r in runs)
         peak = max(max(r["peak_mb"], r["children_peak_mb"]) for r in runs)
         grown = max(r["peak_mb"] - r["base_mb"] for r in runs)
-        cpu = min(r["cpu"] for r in runs)
-        print(f"{name:<14}{best[name]:>8.2f}{statistics.median(r['seconds'] for r in runs):>10.2f}{cpu:>8.2f}"
-              f"{peak:>9.0f}{grown:>14.0f}{grown / (size / 1e6):>8.2f}")
-    cpu = {name: min(r["cpu"] for r in runs) for name, runs in results.items()}
-    print("\nratios, best wall time (and CPU seconds, all processes; steadier on a busy machine):")
-    for name in ("load_1", "load_2"):
-        print(f"  {name} / read_shards = {best[name] / best['read_shards']:.2f} ({cpu[name] / cpu['read_shards']:.2f})"
-              f"   target <= 1.5;   {name} / duckdb = {best[name] / best['duckdb']:.2f}   target < 1")
-    print("  memory: 'x tree' is peak minus the interpreter's memory before the measurement, over the tree's size (target <= 2)")
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+        print(f"{name:<14}{best[name]:>8.2f}{min(r['cpu'] for r in runs):>8.2f}{peak:>9.0f}{grown:>14.0f}{grown / (size / 1e6):>8.2f}")
+    ratio = lambda a, b: best[a] / best[b]
+    print("ratios (best wall time):")
+    if shape == "tiny":
+        print(f"  load_1 / read_shards       = {ratio('load_1', 'read_shards'):.2f}   target <= 3")
+        print(f"  load_default / read_shards = {ratio('load_default', 'read_shards'):.2f}   target <= 3")
+        print(f"  live_first / read_shards   = {ratio('live_first', 'read_shards'):.2f}   target <= 3")
+        print(f"  live_refresh               = {best['live_refresh']:.3f} s   target <= 0.2 s")
+        print(f"  cache_warm                 = {best['cache_warm']:.3f} s   target <= 1 s")
+    else:
+        print(f"  load_1 / read_shards       = {ratio('load_1', 'read_shards'):.2f}   target <= 1.3")
+        print(f"  load_default / read_shards = {ratio('load_default', 'read_shards'):.2f}   target < 1")
+        print(f"  load_2 / load_1            = {ratio('load_2', 'load_1'):.2f}   target <= 1 (never slower than one worker)")
+        print(f"  duckdb / load_default      = {ratio('duckdb', 'load_default'):.2f}   target >= 1.5")
+        print(f"  cache_cold / cache_warm    = {ratio('cache_cold', 'cache_warm'):.1f}   target >= 10")
+        print("  memory: 'x tree' is peak minus the interpreter's memory before the measurement, over the tree's size (target <= 1.2)")
+    return best
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shapes", default="few,mid,large,tiny")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--keep", action="store_true", help="keep the trees (under /tmp/modelrecord-bench-trees)")
+    parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=MEASURES + TINY_MEASURES + SCALING_MEASURES, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, str(args.tree), args.cache)))
+        return
+    print(f"cores: {len(os.sched_getaffinity(0))} (shared with other work: compare the ratios, measured in the same run)")
+    root = Path("/tmp/modelrecord-bench-trees") if args.keep else Path(tempfile.mkdtemp(prefix="bench-trees-", dir="/tmp"))
+    try:
+        for shape in args.shapes.split(","):
+            tree = root / shape if (root / shape).is_dir() else write_shape(shape, root)
+            report(shape, tree, args.repeat)
+            if not args.keep: shutil.rmtree(tree)
+    finally:
+        if not args.keep: shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

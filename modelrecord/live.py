@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from .reader import shard_paths
-from .tables import Tables, combine, shard_tables
+from .reader import Errors, shard_paths
+from .tables import Tables, load
 
 # %% ../nbs/11_live.ipynb #9eb0e1ec
 def file_stamp(path) -> tuple:
@@ -21,29 +21,28 @@ def file_stamp(path) -> tuple:
 
 # %% ../nbs/11_live.ipynb #e2f93f7d
 class LiveTree:
-    "A shard tree read shard by shard, so that reading it again re-reads only the shards that changed."
+    "A shard tree read again as it grows: a read re-reads only the shards that changed (through `load`'s cache), and returns the last tables when none did."
     def __init__(self, path,  # a shard tree, or one shard file
-                 content: bool = False):  # also keep texts, arguments, results and facts (what scoring reads)
-        self.path, self.content = Path(path), content
-        self.parts = {}  # shard path -> (stamp when read, its `shard_tables`)
+                 content: bool = False,  # also keep texts, arguments, results and facts (what scoring reads)
+                 errors: Errors = "raise",  # "collect": salvage every line that reads (see `load`)
+                 cache: bool = True):  # read through the load cache
+        self.path, self.content, self.errors, self.cache = Path(path), content, errors, cache
+        self.stamps = {}  # shard path -> its `file_stamp` at the last read
+        self.tables = None  # the `Tables` of the last read
         self.changes = {}  # what the last `read` found: new, changed, removed (relative paths) and unchanged (a count)
 
     def read(self, progress: Optional[Callable] = None) -> Tables:
         "The tree's `Tables`, re-reading only new and changed shards; `progress(bytes_read, bytes_to_read)` follows the reading."
         paths = shard_paths(self.path)
         stamps = {path: file_stamp(path) for path in paths}
-        stale = [path for path in paths if path not in self.parts or self.parts[path][0] != stamps[path]]
-        parts = {path: part for path, part in self.parts.items() if path in stamps and path not in stale}
-        total, done = sum(stamps[path][0] for path in stale), 0
-        if progress: progress(0, total)
-        for path in stale:
-            parts[path] = stamps[path], shard_tables(path, self.content)
-            done += stamps[path][0]
-            if progress: progress(done, total)
+        stale = [path for path in paths if self.stamps.get(path) != stamps[path]]
+        removed = [path for path in self.stamps if path not in stamps]
+        if self.tables is None or stale or removed:
+            self.tables = load(self.path, content=self.content, progress=progress or False, errors=self.errors, cache=self.cache)
+        elif progress: progress(0, 0)
         root = self.path if self.path.is_dir() else self.path.parent
         name = lambda path: os.path.relpath(path, root)
-        self.changes = {"new": [name(p) for p in stale if p not in self.parts],
-                        "changed": [name(p) for p in stale if p in self.parts],
-                        "removed": [name(p) for p in self.parts if p not in stamps], "unchanged": len(paths) - len(stale)}
-        self.parts = parts
-        return combine([parts[path][1] for path in paths], root)
+        self.changes = {"new": [name(p) for p in stale if p not in self.stamps], "changed": [name(p) for p in stale if p in self.stamps],
+                        "removed": [name(p) for p in removed], "unchanged": len(paths) - len(stale)}
+        self.stamps = stamps
+        return self.tables

@@ -4,13 +4,20 @@
 
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
-           'PARALLEL_BYTES', 'shard_tables', 'combine', 'Tables', 'load', 'export']
+           'PARALLEL_BYTES', 'BATCH_BYTES', 'CACHE_LIMIT_BYTES', 'Part', 'batch_tables', 'shard_tables', 'combine',
+           'Tables', 'cache_dir', 'clear_cache', 'load', 'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
+import hashlib
 import os
+import shutil
 import sys
+import time
+import uuid
+import zlib
 from concurrent.futures import ProcessPoolExecutor
+from functools import cache
 from itertools import chain, repeat
 from operator import attrgetter
 from pathlib import Path
@@ -25,7 +32,7 @@ import pyarrow.compute as pc
 from .record import (
     AttemptRecord, BLOCK_KINDS, COST_COMPONENTS, CallRecord, ENDINGS, GO_ZERO_TIME, OUTCOMES, Price, RunRecord,
     SessionRecord, TOKEN_CATEGORIES, TOKEN_PRICES, TURN_STATUSES, TurnRecord, VerifyRecord)
-from .reader import paused_gc, read_shard, shard_paths
+from .reader import Errors, ShardError, paused_gc, read_shard, shard_paths
 
 # %% ../nbs/04_tables.ipynb #ca05b548
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "float0": pa.float64(), "bool": pa.bool_(),
@@ -116,25 +123,45 @@ def _columns(items: list, plan: list) -> dict:
 def _positions(names: pa.Array, targets: pa.Array) -> pa.Array:
     "For each of `names`, the position of its first occurrence in `targets`, or null when it has none."
     if pa.types.is_dictionary(targets.type): targets = targets.dictionary_decode()
+    if pa.types.is_dictionary(names.type): names = names.dictionary_decode()
     return pc.index_in(names, value_set=targets).cast(pa.int64())
 
 def _take(columns: dict, names, at: pa.Array) -> dict:
     "The columns `names` of `columns` taken at positions `at` (null positions give missing values)."
     return {name: columns[name].take(at) for name in names}
 
+def _keyed(owners: np.ndarray, names: pa.Array) -> pa.Array:
+    "`names` made unique across the shards of a batch: each prefixed by the number of its shard (`owners`)."
+    if pa.types.is_dictionary(names.type): names = names.dictionary_decode()
+    return pc.binary_join_element_wise(pa.array(owners).cast(pa.string()), names, "\x1f")
+
+def _starts(owners: np.ndarray, shards: int) -> np.ndarray:
+    "Where each shard's rows start in a table of a batch whose rows belong to the shards `owners` (in order)."
+    counts = np.bincount(owners, minlength=shards)
+    return np.cumsum(counts) - counts
+
+def _local(at: pa.Array, starts: np.ndarray, owners: np.ndarray) -> pa.Array:
+    "Positions `at` in a batch's table made positions in the shard of each row (`owners`); null stays null."
+    return pc.subtract(at, pa.array(starts[owners], pa.int64())) if len(starts) > 1 else at
+
 # %% ../nbs/04_tables.ipynb #a85fff4d
 RUN_COLUMNS = ("run_id", "commit", "edition", "tier")  # the run columns every table carries
 
-def _constant(value: Optional[str], rows: int) -> pa.Array:
-    "A categorical column of `rows` copies of `value` (missing when `value` is None or empty)."
-    if not value: return pa.nulls(rows, pa.dictionary(pa.int32(), pa.string()))
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), pa.array([value], pa.string()))
+def _encoded(values: list) -> tuple:
+    "`(codes, dictionary)` of one value per shard: each shard's position in `dictionary` (-1 where None or empty), and -1 last."
+    distinct = {}
+    codes = np.array([distinct.setdefault(value, len(distinct)) if value else -1 for value in values] + [-1], np.int32)
+    return codes, pa.array(list(distinct), pa.string())
 
-def _with_run(columns: dict, run, path: str) -> pa.Table:
-    "`columns` as a table, with the run columns of `run` (the shard's run line, or None) and the shard path."
-    rows = len(next(iter(columns.values()))) if columns else 0
-    for name in RUN_COLUMNS: columns[name] = _constant(run and getattr(run, name), rows)
-    columns["shard"] = _constant(path, rows)
+def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
+    "A categorical column holding, for each row, the value of its shard (`encoded` by `_encoded`), missing where it has none."
+    codes, dictionary = encoded
+    at = codes[owners]
+    return pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), dictionary)
+
+def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:
+    "`columns` as a table, with the run columns and the path of each row's shard (`constants`: column -> `_encoded` values per shard)."
+    for name, encoded in constants.items(): columns[name] = _per_shard(encoded, owners)
     return pa.table(columns)
 
 # %% ../nbs/04_tables.ipynb #6cb5524e
@@ -157,30 +184,34 @@ def _costs(tokens: np.ndarray, prices: np.ndarray) -> dict:
 # %% ../nbs/04_tables.ipynb #2e24d835
 _PAYLOADS = {RunRecord: "run", SessionRecord: "session", AttemptRecord: "attempt", TurnRecord: "turn",
              CallRecord: "call", VerifyRecord: "verify"}
+_CODES = {record_type: code for code, record_type in enumerate(_PAYLOADS)}
 TABLES = ("runs", "providers", "sessions", "attempts", "turns", "calls", "verifies", "blocks")  # the tables, in order
 ATTEMPT_COLUMNS = ("case", "model", "surface", "session", "ended_by")  # what a turn, call, verify, block knows of its attempt
 SESSION_COLUMNS = ("mode", "capabilities", "served_tools")  # what an attempt knows of its session
 
-def _payloads(records: list) -> dict:
-    "The payloads of `records` grouped by line type (run, session, ...), in file order."
-    groups = {line_type: [] for line_type in _PAYLOADS.values()}
-    for record in records: groups[_PAYLOADS[type(record)]].append(record)
-    return {line_type: list(map(attrgetter(line_type), group)) for line_type, group in groups.items()}
+def _payloads(records: list, owners: np.ndarray) -> dict:
+    "Line type -> `(payloads, their shards)`: the payloads of `records` (of the shards `owners`) grouped by type, in file order."
+    codes = np.fromiter((_CODES[type(record)] for record in records), np.int8, len(records))
+    groups = {}
+    for code, line_type in enumerate(_PAYLOADS.values()):
+        at = np.flatnonzero(codes == code)
+        payload = attrgetter(line_type)
+        groups[line_type] = [payload(records[i]) for i in at.tolist()], owners[at]
+    return groups
 
 # %% ../nbs/04_tables.ipynb #1f9432f5
-def _run_tables(runs: list, path: str) -> tuple:
-    "The runs and providers tables of a shard's run lines, and the first run's prices by spec."
+def _run_tables(runs: list, owners: np.ndarray, shards: tuple) -> tuple:
+    "The runs and providers tables of the run lines `runs` (of the shards `owners`, their paths `_encoded` in `shards`), and the providers' shards."
     run_columns = _columns(runs, _RUN)
     run_columns["providers"] = pa.array([len(run.providers) for run in runs], pa.int64())
-    run_columns["shard"] = _constant(path, len(runs))
-    owners = [run for run in runs for _ in run.providers]
+    run_columns["shard"] = _per_shard(shards, owners)
+    provider_owners = np.repeat(owners, [len(run.providers) for run in runs]).astype(np.intp)
+    owning = [run for run in runs for _ in run.providers]
     providers = [provider for run in runs for provider in run.providers]
-    provider_columns = {**_columns(owners, _RUN[:4]), **_columns(providers, _PROVIDER),
+    provider_columns = {**_columns(owning, _RUN[:4]), **_columns(providers, _PROVIDER),
                         **_columns([p.price or _NO_PRICE for p in providers], _PRICE)}
-    provider_columns["shard"] = _constant(path, len(providers))
-    first_prices = {}
-    for provider in (runs[0].providers if runs else []): first_prices.setdefault(provider.spec, provider.price)
-    return pa.table(run_columns), pa.table(provider_columns), first_prices
+    provider_columns["shard"] = _per_shard(shards, provider_owners)
+    return pa.table(run_columns), pa.table(provider_columns), provider_owners
 
 # %% ../nbs/04_tables.ipynb #76928ed2
 def _flatten_blocks(per_turn: tuple) -> tuple:
@@ -197,6 +228,14 @@ def _attempt_prices(models: pa.Array, prices: dict) -> np.ndarray:
     at = _positions(models, pa.array(list(prices), pa.string())).fill_null(len(prices)).to_numpy()
     return _price_matrix([*prices.values(), None])[np.append(at, len(prices))]
 
+def _first_prices(first: list, single: bool) -> dict:
+    "The prices of each shard's first run line, by spec (by shard number and spec, as `_keyed` spells it, in a batch)."
+    prices = {}
+    for owner, run in enumerate(first):
+        for provider in (run.providers if run else []):
+            prices.setdefault(provider.spec if single else f"{owner}\x1f{provider.spec}", provider.price)
+    return prices
+
 # %% ../nbs/04_tables.ipynb #a9155228
 CHUNK_LINES = 2048  # lines turned into columns at a time, then freed
 _LINE_TYPES = {"sessions": "session", "attempts": "attempt", "turns": "turn", "calls": "call", "verifies": "verify"}  # table -> line type
@@ -210,18 +249,23 @@ def _plans(content: bool) -> dict:
             "blocks": [("block", None, "int")] + plan("blocks", _BLOCK) + [("turn_key", None, "int")]}
 
 def _chunks(records: list):
-    "`records` in chunks of `CHUNK_LINES`, each chunk's places in `records` emptied, so that its objects go when the chunk does."
+    "`(start, chunk)`: `records` in chunks of `CHUNK_LINES`, each chunk's places in `records` emptied, so that its objects go when the chunk does."
     for start in range(0, len(records), CHUNK_LINES):
         chunk = records[start:start + CHUNK_LINES]
         records[start:start + CHUNK_LINES] = repeat(None, len(chunk))
-        yield chunk
+        yield start, chunk
 
-def _add_chunk(arrays: dict, chunk: list, plans: dict, runs: list):
-    "Append the `_array`s of the lines `chunk` to `arrays` (table -> column -> list), and its run lines to `runs`."
-    lines = _payloads(chunk)
-    runs += lines["run"]
-    turns_before = sum(map(len, arrays["turns"]["turn"]))
-    fields = {table: _add_columns(arrays[table], lines[line_type], plans[table]) for table, line_type in _LINE_TYPES.items()}
+def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray, plans: dict, runs: list):
+    "Append the `_array`s of the lines `chunk` (of the shards `chunk_owners`) to `arrays`, their shards to `owners`, and its run lines to `runs`."
+    lines = _payloads(chunk, chunk_owners)
+    runs += lines["run"][0]
+    owners["runs"].append(lines["run"][1])
+    turns_before = sum(map(len, owners["turns"]))
+    fields = {}
+    for table, line_type in _LINE_TYPES.items():
+        items, shards = lines[line_type]
+        fields[table] = _add_columns(arrays[table], items, plans[table])
+        owners[table].append(shards)
     if sessions := fields["sessions"]: arrays["sessions"]["token_scopes"].append(_array([",".join(s) for s in sessions["token_scopes"]], "cat"))
     if (attempts := fields["attempts"]) and "facts" in arrays["attempts"]:
         facts = [msgspec.json.encode(facts).decode() if facts else "" for facts in attempts["facts"]]
@@ -230,29 +274,66 @@ def _add_chunk(arrays: dict, chunk: list, plans: dict, runs: list):
         blocks, turn_at, number = _flatten_blocks(turns["blocks"])
         arrays["blocks"]["block"].append(_array(number, "int"))
         arrays["blocks"]["turn_key"].append(_array(turn_at + turns_before, "int"))
+        owners["blocks"].append(lines["turn"][1][turn_at])
         _add_columns(arrays["blocks"], blocks, plans["blocks"])
 
 # %% ../nbs/04_tables.ipynb #6bbee3b3
-def shard_tables(path, content: bool = False) -> dict:
-    "The tables (name -> `pyarrow.Table`) of the shard file at `path`, read strictly, joined and priced within the shard."
-    path = os.fspath(path)
-    plans, runs = _plans(content), []
+class Part(dict):
+    "The tables of a batch of shards (name -> `pyarrow.Table`), with the shards' `paths`, each table's rows per shard (`counts`) and the `problems` salvaged."
+    def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table):
+        super().__init__(tables)
+        self.paths, self.counts, self.problems = paths, counts, problems
+    def __reduce__(self): return Part, (dict(self), self.paths, self.counts, self.problems)
+
+_PROBLEM_TYPES = {"shard": pa.string(), "line": pa.int64(), "field": pa.string(), "why": pa.string()}
+
+def _problems_table(problems: list) -> pa.Table:
+    "The `ShardError`s `problems` as a table: shard, line, field, why."
+    return pa.table({name: pa.array([getattr(p, "path" if name == "shard" else name) for p in problems], kind)
+                     for name, kind in _PROBLEM_TYPES.items()})
+
+def _joined(arrays: list) -> np.ndarray:
+    "The numpy `arrays` end to end (an empty array of positions when there are none)."
+    return np.concatenate(arrays).astype(np.intp, copy=False) if arrays else np.empty(0, np.intp)
+
+def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -> Part:
+    "The tables of the shard files `paths`, each shard read (strictly, or salvaging with `errors='collect'`), joined and priced within itself."
+    paths = [os.fspath(p) for p in paths]
+    plans, runs, problems, single = _plans(content), [], [], len(paths) == 1
     arrays = {table: {name: [] for name, _, _ in plan} for table, plan in plans.items()}
+    owners = {table: [] for table in ("runs", *plans)}
+    keyed = (lambda shards, names: names) if single else _keyed
     with paused_gc():
-        for chunk in _chunks(read_shard(path).records): _add_chunk(arrays, chunk, plans, runs)
+        records, record_owners = [], []
+        for number, path in enumerate(paths):
+            shard = read_shard(path, errors, problems)
+            if shard is None: continue
+            record_owners.append(np.full(len(shard.records), number, np.intp))
+            records += shard.records
+            shard.records.clear()  # `records` alone holds the objects, so that each chunk's go when it does
+        record_owners = _joined(record_owners)
+        for start, chunk in _chunks(records):
+            _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs)
+        owners = {table: _joined(shards) for table, shards in owners.items()}
         columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan} for table, plan in plans.items()}
-        runs_table, providers_table, prices = _run_tables(runs, path)
-        run = runs[0] if runs else None
+        first = [None] * len(paths)  # each shard's first run line
+        for run, owner in zip(reversed(runs), owners["runs"][::-1].tolist()): first[owner] = run
+        constants = {name: _encoded([run and getattr(run, name) for run in first]) for name in RUN_COLUMNS}
+        constants["shard"] = _encoded(paths)
+        runs_table, providers_table, owners["providers"] = _run_tables(runs, owners["runs"], constants["shard"])
+        starts = {table: _starts(owners[table], len(paths)) for table in ("sessions", "attempts", "turns")}
         sessions, attempts = columns["sessions"], columns["attempts"]
-        session_at = _positions(attempts["session"], sessions["label"])
-        attempts.update(_take(sessions, SESSION_COLUMNS, session_at), session_key=session_at)
-        attempt_prices = _attempt_prices(attempts["model"], prices)
+        session_at = _positions(keyed(owners["attempts"], attempts["session"]), keyed(owners["sessions"], sessions["label"]))
+        attempts.update(_take(sessions, SESSION_COLUMNS, session_at),
+                        session_key=_local(session_at, starts["sessions"], owners["attempts"]))
+        attempt_prices = _attempt_prices(keyed(owners["attempts"], attempts["model"]), _first_prices(first, single))
+        attempt_names = keyed(owners["attempts"], attempts["attempt"])
 
         def child(name):
             "A table whose lines name an attempt: its own columns, its attempt's, and its key."
             table = columns[name]
-            at = _positions(table["attempt"], attempts["attempt"])
-            table.update(_take(attempts, ATTEMPT_COLUMNS, at), attempt_key=at)
+            at = _positions(keyed(owners[name], table["attempt"]), attempt_names)
+            table.update(_take(attempts, ATTEMPT_COLUMNS, at), attempt_key=_local(at, starts["attempts"], owners[name]))
             return table, at
 
         turns, turn_attempt = child("turns")
@@ -266,10 +347,19 @@ def shard_tables(path, content: bool = False) -> dict:
         blocks = _take(turns, ("attempt", "turn", "try"), turn_at)
         blocks.update(columns["blocks"])
         blocks.update(_take(turns, (*ATTEMPT_COLUMNS, "attempt_key"), turn_at))
-        return {"runs": runs_table, "providers": providers_table,
-                **{name: _with_run(table, run, path) for name, table in (
-                    ("sessions", sessions), ("attempts", attempts), ("turns", turns), ("calls", calls),
-                    ("verifies", verifies), ("blocks", blocks))}}
+        blocks["turn_key"] = _local(turn_at, starts["turns"], owners["blocks"])
+        tables = {"runs": runs_table, "providers": providers_table,
+                  **{name: _with_run(table, constants, owners[name]) for name, table in (
+                      ("sessions", sessions), ("attempts", attempts), ("turns", turns), ("calls", calls),
+                      ("verifies", verifies), ("blocks", blocks))}}
+        counts = {name: np.bincount(owners[name], minlength=len(paths)) for name in TABLES}
+        refused = dict(zip(*np.unique([p.path for p in problems], return_counts=True))) if problems else {}
+        counts["problems"] = np.array([refused.get(path, 0) for path in paths], np.int64)
+        return Part(tables, paths, counts, _problems_table(problems))
+
+def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
+    "The tables of the one shard file at `path` (the batch of one shard; see `batch_tables`)."
+    return batch_tables([path], content, errors)
 
 # %% ../nbs/04_tables.ipynb #81055008
 VOCABULARY_COLUMNS = {"ended_by": ENDINGS, "status": TURN_STATUSES, "kind": BLOCK_KINDS, "outcome": OUTCOMES}  # column -> its vocabulary
@@ -281,18 +371,39 @@ def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.Integ
     local = column.fill_null(-1).to_numpy()
     return pd.arrays.IntegerArray(local + offsets, local < 0)
 
+def _first_met(column: pd.Series) -> pd.Series:
+    "A categorical `column` with the categories its rows hold, in the order they are first met down the column."
+    codes = column.cat.codes.to_numpy()
+    held = pd.unique(codes[codes >= 0])  # in the order first met
+    if len(held) == len(column.cat.categories) and (held == np.arange(len(held))).all() and column.cat.categories.dtype == "str":
+        return column  # already so: the usual case, left alone
+    return column.cat.set_categories(pd.Index(column.cat.categories[held], dtype="str"))
+
 def _categories(frame: pd.DataFrame) -> pd.DataFrame:
-    "`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order."
-    for name, vocabulary in VOCABULARY_COLUMNS.items():
-        if name not in frame.columns: continue
-        seen = frame[name].cat.categories
-        frame[name] = frame[name].cat.set_categories(list(vocabulary) + sorted(set(seen) - set(vocabulary)))
+    "`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order, and the others in the order first met."
+    for name, column in frame.items():
+        if not isinstance(column.dtype, pd.CategoricalDtype): continue
+        if name not in VOCABULARY_COLUMNS:
+            frame[name] = _first_met(column)
+            continue
+        vocabulary, column = VOCABULARY_COLUMNS[name], column.cat.remove_unused_categories()
+        frame[name] = column.cat.set_categories(list(vocabulary) + sorted(set(column.cat.categories) - set(vocabulary)))
     return frame
 
 # %% ../nbs/04_tables.ipynb #44c29a97
+def _counts(part: Mapping) -> dict:
+    "Each table's rows per shard of `part` (a `Part`, or the plain tables of one shard)."
+    return part.counts if isinstance(part, Part) else {name: np.array([part[name].num_rows]) for name in TABLES}
+
+def _relative(paths: pd.Index, root) -> pd.Index:
+    "The shard `paths` relative to `root` (a prefix cut off all at once when they are all under it, as a load's are)."
+    prefix = os.path.join(os.path.abspath(root), "")
+    if len(paths) and paths.str.startswith(prefix).all(): return paths.str.slice(len(prefix))
+    return pd.Index([os.path.relpath(p, root) for p in paths], dtype="str")
+
 def _frames(parts: list, root) -> dict:
     "One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to `root`."
-    rows = {name: np.array([part[name].num_rows for part in parts], np.int64) for name in TABLES}
+    rows = {name: np.concatenate([_counts(part)[name] for part in parts]).astype(np.int64) for name in TABLES}
     frames = {}
     for name in TABLES:
         table = pa.concat_tables([part[name] for part in parts])
@@ -303,7 +414,7 @@ def _frames(parts: list, root) -> dict:
             offsets = np.repeat(np.cumsum(target) - target, rows[name])
             frame.insert(table.column_names.index(key), key, _global_key(table.column(key), offsets))
         if name in _INDEX: frame.index.name = _INDEX[name]
-        if root is not None: frame["shard"] = frame.shard.cat.rename_categories(lambda p: os.path.relpath(p, root))
+        if root is not None: frame["shard"] = frame.shard.cat.rename_categories(_relative(frame.shard.cat.categories, root))
         frames[name] = _categories(frame)
     return frames
 
@@ -330,14 +441,23 @@ def _sessions_by_run(attempts: pd.DataFrame, sessions: pd.DataFrame):
     _categories(attempts)
 
 # %% ../nbs/04_tables.ipynb #2fa42518
+def _problems(parts: list, root) -> pd.DataFrame:
+    "The problems salvaged from the shards of `parts`, in walk order, shard paths relative to `root`."
+    tables = [part.problems for part in parts if isinstance(part, Part)] or [_problems_table([])]
+    frame = pa.concat_tables(tables).to_pandas()
+    frame["line"] = frame.line.astype("Int64")
+    if root is not None: frame["shard"] = [os.path.relpath(p, root) for p in frame.shard]
+    return frame
+
 def combine(parts: list, root=None) -> "Tables":
-    "The `Tables` of a tree from the `shard_tables` of its shards, in walk order; `shard` paths are made relative to `root`."
+    "The `Tables` of a tree from the `batch_tables` (or `shard_tables`) of its shards, in walk order; `shard` paths are made relative to `root`."
+    parts = parts or [batch_tables([])]
     with paused_gc():
         frames = _frames(parts, root)
         attempts = frames["attempts"]
         attempts["served_tools"] = attempts.served_tools.astype("Int64")
         _sessions_by_run(attempts, frames["sessions"])
-    return Tables(frames, root=root)
+    return Tables(frames, root=root, problems=_problems(parts, root))
 
 # %% ../nbs/04_tables.ipynb #b9518540
 def _many(value) -> bool:
@@ -353,6 +473,11 @@ def _matching(frame: pd.DataFrame, conditions: dict) -> np.ndarray:
         mask &= hits.to_numpy(dtype=bool, na_value=False)
     return mask
 
+def _within(values, keys) -> np.ndarray:
+    "A boolean mask of the `values` (a Series or an Index) that are among `keys`; a missing value is not."
+    hits = values.isin(keys)
+    return hits.to_numpy(dtype=bool, na_value=False) if isinstance(hits, pd.Series) else np.asarray(hits, bool)
+
 def _as_price(price) -> Optional[Price]:
     "A `Price` from a `Price`, a mapping of its fields, or None."
     if price is None or isinstance(price, Price): return price
@@ -361,10 +486,12 @@ def _as_price(price) -> Optional[Price]:
 # %% ../nbs/04_tables.ipynb #0f027cd0
 class Tables:
     "The tables of a shard tree, one pandas DataFrame per line type, joined and priced; see `load`."
-    def __init__(self, frames: Mapping[str, pd.DataFrame], prices: Optional[Mapping] = None, root=None):
+    def __init__(self, frames: Mapping[str, pd.DataFrame], prices: Optional[Mapping] = None, root=None,
+                 problems: Optional[pd.DataFrame] = None):
         for name in TABLES: setattr(self, name, frames[name])
         self.prices = prices  # None when each turn is priced from its own run line, else the table given to `priced`
         self.root = root  # the directory the `shard` paths are relative to (None: they are as read)
+        self.problems = pd.DataFrame({"shard": [], "line": pd.array([], "Int64"), "field": [], "why": []}) if problems is None else problems
 
     def __getitem__(self, name: str) -> pd.DataFrame: return getattr(self, name)
     def items(self) -> list: "`(name, DataFrame)` for every table, in `TABLES` order."; return [(n, self[n]) for n in TABLES]
@@ -376,65 +503,57 @@ class Tables:
 
     def __repr__(self):
         source = "each run's own prices" if self.prices is None else "prices given to priced()"
-        return f"Tables({', '.join(f'{n} {name}' for name, n in self.rows.items())}; costs at {source})"
+        problems = f"; {len(self.problems)} problems salvaged" if len(self.problems) else ""
+        return f"Tables({', '.join(f'{n} {name}' for name, n in self.rows.items())}; costs at {source}{problems})"
     def _repr_html_(self):
         source = "each run's own prices" if self.prices is None else "prices given to <code>priced()</code>"
-        return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; shards under <code>{self.root}</code>.</p>"
+        problems = f" {len(self.problems)} lines refused (see <code>.problems</code>)." if len(self.problems) else ""
+        return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; shards under <code>{self.root}</code>.{problems}</p>"
 
-# %% ../nbs/04_tables.ipynb #d0c67757
-def _within(values, keys) -> np.ndarray:
-    "A boolean mask of the `values` (a Series or an Index) that are among `keys`; a missing value is not."
-    hits = values.isin(keys)
-    return hits.to_numpy(dtype=bool, na_value=False) if isinstance(hits, pd.Series) else np.asarray(hits, bool)
+    def where(self, attempts=None, /, **conditions) -> "Tables":
+        "These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the boolean mask `attempts`."
+        unknown = [name for name in conditions if name not in self.attempts.columns]
+        if unknown: raise ValueError(f"where() narrows by columns of attempts; {', '.join(map(repr, unknown))} "
+                                     f"is not one (they are: {', '.join(self.attempts.columns)})")
+        keep = _matching(self.attempts, conditions)
+        if isinstance(attempts, pd.Series): keep &= attempts.reindex(self.attempts.index, fill_value=False).to_numpy(dtype=bool)
+        elif attempts is not None:
+            if len(attempts) != len(self.attempts): raise ValueError(f"the mask has {len(attempts)} values for {len(self.attempts)} attempts")
+            keep &= np.asarray(attempts, bool)
+        kept = self.attempts[keep]
 
-def _where(self, attempts=None, /, **conditions) -> "Tables":
-    "These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the boolean mask `attempts`."
-    unknown = [name for name in conditions if name not in self.attempts.columns]
-    if unknown: raise ValueError(f"where() narrows by columns of attempts; {', '.join(map(repr, unknown))} "
-                                 f"is not one (they are: {', '.join(self.attempts.columns)})")
-    keep = _matching(self.attempts, conditions)
-    if isinstance(attempts, pd.Series): keep &= attempts.reindex(self.attempts.index, fill_value=False).to_numpy(dtype=bool)
-    elif attempts is not None:
-        if len(attempts) != len(self.attempts): raise ValueError(f"the mask has {len(attempts)} values for {len(self.attempts)} attempts")
-        keep &= np.asarray(attempts, bool)
-    kept = self.attempts[keep]
+        def narrowed(frame, own: list, key, keys):
+            "`frame` cut by the conditions on its own columns `own`, and by `key` among `keys` when those say less."
+            mask = _matching(frame, {name: conditions[name] for name in own})
+            if attempts is not None or len(own) < len(conditions): mask &= _within(key, keys)
+            return frame[mask]
 
-    def narrowed(frame, own: list, key, keys):
-        "`frame` cut by the conditions on its own columns `own`, and by `key` among `keys` when those say less."
-        mask = _matching(frame, {name: conditions[name] for name in own})
-        if attempts is not None or len(own) < len(conditions): mask &= _within(key, keys)
-        return frame[mask]
+        frames = {"attempts": kept}
+        for name in ("turns", "calls", "verifies", "blocks"):
+            frame = self[name]
+            frames[name] = narrowed(frame, [n for n in conditions if n in frame.columns], frame.attempt_key, kept.index)
+        sessions = self.sessions
+        frames["sessions"] = narrowed(sessions, [n for n in conditions if n in sessions.columns], sessions.index,
+                                      kept.session_key.dropna().unique())
+        run_conditions, shards = [n for n in conditions if n in RUN_COLUMNS or n == "shard"], kept.shard.unique()
+        frames["runs"] = narrowed(self.runs, run_conditions, self.runs.shard, shards)
+        providers = narrowed(self.providers, run_conditions, self.providers.shard, shards)
+        if "model" in conditions: providers = providers[_matching(providers, {"spec": conditions["model"]})]
+        frames["providers"] = providers
+        return Tables(frames, self.prices, self.root, self.problems)
 
-    frames = {"attempts": kept}
-    for name in ("turns", "calls", "verifies", "blocks"):
-        frame = self[name]
-        frames[name] = narrowed(frame, [n for n in conditions if n in frame.columns], frame.attempt_key, kept.index)
-    sessions = self.sessions
-    frames["sessions"] = narrowed(sessions, [n for n in conditions if n in sessions.columns], sessions.index,
-                                  kept.session_key.dropna().unique())
-    run_conditions, shards = [n for n in conditions if n in RUN_COLUMNS or n == "shard"], kept.shard.unique()
-    frames["runs"] = narrowed(self.runs, run_conditions, self.runs.shard, shards)
-    providers = narrowed(self.providers, run_conditions, self.providers.shard, shards)
-    if "model" in conditions: providers = providers[_matching(providers, {"spec": conditions["model"]})]
-    frames["providers"] = providers
-    return Tables(frames, self.prices, self.root)
-
-Tables.where = _where
-
-# %% ../nbs/04_tables.ipynb #e45c8f29
-def _priced(self, prices: Mapping) -> "Tables":
-    "These tables with every turn's cost computed from `prices` (spec -> `Price` or dict of its fields) instead of its run's."
-    turns = self.turns.copy(deep=False)
-    models = turns.model.cat
-    matrix = _price_matrix([_as_price(prices.get(spec)) for spec in models.categories] + [None])
-    tokens = turns[list(TOKEN_CATEGORIES)].to_numpy(np.float64)
-    for name, values in _costs(tokens, matrix[models.codes]).items(): turns[name] = values
-    return Tables({**dict(self.items()), "turns": turns}, dict(prices), self.root)
-
-Tables.priced = _priced
+    def priced(self, prices: Mapping) -> "Tables":
+        "These tables with every turn's cost computed from `prices` (spec -> `Price` or dict of its fields) instead of its run's."
+        turns = self.turns.copy(deep=False)
+        models = turns.model.cat
+        matrix = _price_matrix([_as_price(prices.get(spec)) for spec in models.categories] + [None])
+        tokens = turns[list(TOKEN_CATEGORIES)].to_numpy(np.float64)
+        for name, values in _costs(tokens, matrix[models.codes]).items(): turns[name] = values
+        return Tables({**dict(self.items()), "turns": turns}, dict(prices), self.root, self.problems)
 
 # %% ../nbs/04_tables.ipynb #5caf7cf4
 PARALLEL_BYTES = 64 << 20  # a tree at least this large is read by a process pool when `workers` is None
+BATCH_BYTES = 16 << 20  # shards are read together in batches of about this many bytes (a larger shard alone)
 
 def _cores() -> int:
     "The CPUs this process may run on."
@@ -446,41 +565,294 @@ def _interactive() -> bool:
     try: return sys.stderr.isatty()
     except (AttributeError, ValueError): return False
 
-def _progress(total: int, progress: Optional[bool]):
-    "A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen)."
+class _Followed:
+    "Progress told to a function `follow(bytes_read, bytes_to_read)`, as a bar would show it."
+    def __init__(self, follow, total: int): self.follow, self.total, self.done = follow, total, 0
+    def __enter__(self): self.follow(0, self.total); return self
+    def __exit__(self, *_): pass
+    def update(self, size: int): self.done += size; self.follow(self.done, self.total)
+
+def _progress(total: int, progress):
+    "A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen); a callable `progress(done, total)` is told instead."
+    if callable(progress): return _Followed(progress, total)
     from tqdm.std import tqdm
     show = _interactive() if progress is None else progress
     return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, disable=not show, desc="load", file=sys.stderr, leave=False)
 
+def _batches(positions: list, sizes: list, workers: int) -> list:
+    "The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about `BATCH_BYTES` each."
+    limit = max(1, min(BATCH_BYTES, sum(sizes) // (4 * workers))) if workers > 1 else BATCH_BYTES
+    batches, size = [], 0
+    for position, shard_size in zip(positions, sizes):
+        if not batches or size + shard_size > limit or batches[-1][-1] != position - 1:
+            batches.append([])
+            size = 0
+        batches[-1].append(position)
+        size += shard_size
+    return batches
+
+# %% ../nbs/04_tables.ipynb #7f7fa9d2
+CACHE_LIMIT_BYTES = 5 * 10**9  # the cache's size cap (MODELRECORD_CACHE_LIMIT overrides it); least recently loaded trees go first
+_ORPHAN_SECONDS = 600  # a segment no index names is deleted once it is this old (a concurrent load may be about to name it)
+
+def cache_dir() -> Path:
+    "Where the load cache lives: `$MODELRECORD_CACHE_DIR`, else `$XDG_CACHE_HOME/modelrecord` (default `~/.cache/modelrecord`)."
+    if os.environ.get("MODELRECORD_CACHE_DIR"): return Path(os.environ["MODELRECORD_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modelrecord"
+
+@cache
+def _schemas(content: bool) -> dict:
+    "Table -> the Arrow schema `batch_tables` gives it (with the `content` columns when `content`): the table plan, typed."
+    part = batch_tables([], content)
+    return {name: part[name].schema for name in TABLES}
+
+@cache
+def _plan_digest(content: bool) -> str:
+    "A digest of what a shard's cached tables are made of: their columns and types, the code building them, the package version."
+    from modelrecord import __version__, reader, record, tables
+    digest = hashlib.sha256(f"{__version__}\n{content}\n".encode())
+    for name, schema in _schemas(content).items(): digest.update(f"{name}: {schema}\n".encode())
+    for module in (tables, reader, record): digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:20]
+
+def _tree_dir(tree, content: bool) -> Path:
+    "The cache directory of the tree at `tree` read with `content`."
+    name = hashlib.sha256(f"{os.path.realpath(tree)}\0{_plan_digest(content)}".encode()).hexdigest()[:24]
+    return cache_dir() / "trees" / name
+
+# %% ../nbs/04_tables.ipynb #bddbd8d2
+class _Segment(msgspec.Struct, array_like=True):
+    "An entry of a tree's index: a segment file, its CRC-32 and size, where each table's IPC file sits in it, and the shards it holds."
+    file: str
+    crc: int
+    size: int
+    spans: dict  # table name (and "problems") -> [offset, length] of its Arrow IPC file in the segment file
+    shards: list  # the key of each shard it holds, in order: [resolved path, size, mtime_ns, inode]
+    counts: dict  # table name (and "problems") -> rows of each of its shards
+
+def _replace(directory: Path, name: str, chunks: list) -> int:
+    "Write `chunks` (bytes) to `directory/name` through a temporary name and a rename; return their CRC-32."
+    temporary, crc = directory / f".{name}.{uuid.uuid4().hex}.tmp", 0
+    try:
+        with open(temporary, "wb") as file:
+            for chunk in chunks:
+                file.write(chunk)
+                crc = zlib.crc32(chunk, crc)
+        os.replace(temporary, directory / name)
+    finally:
+        if temporary.exists(): temporary.unlink()
+    return crc
+
+def _write_segment(directory: Path, part: Part, keys: list) -> _Segment:
+    "Write the tables of `part` (the shards of `keys`) as a new segment file in `directory`; return its index entry."
+    chunks, spans, at = [], {}, 0
+    for name, table in [*((n, part[n]) for n in TABLES), ("problems", part.problems)]:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as writer: writer.write_table(table)
+        data = sink.getvalue().to_pybytes()
+        padding = b"\0" * (-len(data) % 64)  # each IPC file starts 64-byte aligned, as a memory map wants
+        chunks += [data, padding]
+        spans[name] = [at, len(data)]
+        at += len(data) + len(padding)
+    directory.mkdir(parents=True, exist_ok=True)
+    file = f"segment-{uuid.uuid4().hex}.arrow"
+    crc = _replace(directory, file, chunks)
+    counts = {name: part.counts[name].tolist() for name in (*TABLES, "problems")}
+    return _Segment(file, crc, at, spans, [list(key) for key in keys], counts)
+
+def _open_segment(directory: Path, segment: _Segment) -> Optional[Part]:
+    "The tables of `segment`, memory-mapped, or None when its file is missing, truncated, corrupt or foreign."
+    try:
+        buffer = pa.memory_map(str(directory / segment.file)).read_buffer()
+        if buffer.size != segment.size or zlib.crc32(buffer) != segment.crc: return None
+        tables = {name: pa.ipc.open_file(buffer.slice(offset, length)).read_all() for name, (offset, length) in segment.spans.items()}
+        counts = {name: np.array(rows, np.int64) for name, rows in segment.counts.items()}
+        if any(tables[name].num_rows != counts[name].sum() for name in counts): return None
+        problems = tables.pop("problems")
+        return Part(tables, [key[0] for key in segment.shards], counts, problems)
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException): return None
+
+# %% ../nbs/04_tables.ipynb #a6b3a0c3
+_INDEX_FILE = "index.msgpack"
+
+def _read_index(directory: Path) -> list:
+    "The segments named by the index in `directory`, or none when it is missing, corrupt or foreign."
+    try: data = (directory / _INDEX_FILE).read_bytes()
+    except OSError: return []
+    if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "little"): return []
+    try: return msgspec.msgpack.decode(data[4:], type=list[_Segment])
+    except (msgspec.DecodeError, msgspec.ValidationError): return []
+
+def _write_index(directory: Path, segments: list, dropped: set):
+    "Write the index of `segments` in `directory`; delete the segment files `dropped`, and those no index names once they are old."
+    body = msgspec.msgpack.encode(segments)
+    _replace(directory, _INDEX_FILE, [zlib.crc32(body).to_bytes(4, "little"), body])
+    named = {segment.file for segment in segments}
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name == _INDEX_FILE or entry.name in named: continue
+            try:
+                if entry.name in dropped or time.time() - entry.stat().st_mtime > _ORPHAN_SECONDS: os.unlink(entry.path)
+            except OSError: pass
+
+def _size(directory: Path) -> int:
+    "The bytes of the files in `directory`."
+    with os.scandir(directory) as entries: return sum(entry.stat().st_size for entry in entries if entry.is_file())
+
+def _keep_under_limit():
+    "Delete the least recently loaded trees' caches until the cache is within its cap."
+    limit = int(os.environ.get("MODELRECORD_CACHE_LIMIT") or CACHE_LIMIT_BYTES)
+    trees = cache_dir() / "trees"
+    if not trees.is_dir(): return
+    found = []
+    for directory in trees.iterdir():
+        try: found.append(((directory / _INDEX_FILE).stat().st_mtime if (directory / _INDEX_FILE).exists() else 0, _size(directory), directory))
+        except OSError: continue
+    total = sum(size for _, size, _ in found)
+    for _, size, directory in sorted(found, key=lambda item: item[0]):
+        if total <= limit: break
+        shutil.rmtree(directory, ignore_errors=True)
+        total -= size
+
+def clear_cache() -> int:
+    "Delete every tree's cached tables; return the bytes freed."
+    trees = cache_dir() / "trees"
+    if not trees.is_dir(): return 0
+    freed = 0
+    for directory in trees.iterdir():
+        try: freed += _size(directory)
+        except OSError: pass
+        shutil.rmtree(directory, ignore_errors=True)
+    return freed
+
+# %% ../nbs/04_tables.ipynb #aab44a2e
+def _slice(part: Part, start: int, stop: int) -> Part:
+    "The shards `start` to `stop` (positions in `part`) of `part`, their rows sliced out (no copy)."
+    if start == 0 and stop == len(part.paths): return part
+    def cut(table, rows):
+        "The rows of the shards wanted, of a table with `rows` per shard."
+        return table.slice(int(rows[:start].sum()), int(rows[start:stop].sum()))
+    return Part({name: cut(part[name], part.counts[name]) for name in TABLES}, part.paths[start:stop],
+                {name: rows[start:stop] for name, rows in part.counts.items()}, cut(part.problems, part.counts["problems"]))
+
+def _read_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
+    "`(part, segment)`: the `batch_tables` of `paths` (shard `keys`), and its segment written in the cache `directory` (None without one)."
+    part = batch_tables(paths, content, errors)
+    if directory is None: return part, None
+    try: return part, _write_segment(directory, part, keys)
+    except OSError: return part, None
+
+def _pooled_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
+    "`_read_batch` in a worker process: a part written to the cache comes back as its segment alone (the parent maps it)."
+    part, segment = _read_batch(paths, keys, content, errors, directory)
+    return (None if segment else part), segment
+
+# %% ../nbs/04_tables.ipynb #17dd7280
+def _shard_key(path: str) -> tuple:
+    "What identifies a shard file as it is now: its resolved path, size, modification time (ns) and inode."
+    status = os.stat(path)
+    return path, status.st_size, status.st_mtime_ns, status.st_ino
+
+def _cached(directory: Path, keys: list) -> tuple:
+    "`(found, opened, segments)`: tree position -> (segment, position in it) of each shard the cache holds as it is now; the segments opened; the index."
+    segments = _read_index(directory)
+    where = {tuple(key): (n, at) for n, segment in enumerate(segments) for at, key in enumerate(segment.shards)}
+    wanted = {i: where[key] for i, key in enumerate(keys) if key in where}
+    opened = {n: _open_segment(directory, segments[n]) for n in sorted({n for n, _ in wanted.values()})}
+    return {i: place for i, place in wanted.items() if opened[place[0]] is not None}, opened, segments
+
+def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Errors, directory, workers: int):
+    "`(batch, (part, segment))` for each of `batches` read, in order: in this process, or by a pool of `workers`."
+    lists = lambda values: [[values[i] for i in batch] for batch in batches]
+    if workers <= 1 or len(batches) <= 1:
+        for batch, batch_paths, batch_keys in zip(batches, lists(paths), lists(keys)):
+            yield batch, _read_batch(batch_paths, batch_keys, content, errors, directory)
+        return
+    with ProcessPoolExecutor(min(workers, len(batches))) as pool:
+        results = pool.map(_pooled_batch, lists(paths), lists(keys), repeat(content), repeat(errors), repeat(directory))
+        yield from zip(batches, results)
+
+def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
+    "The parts of a tree of `count` shards in walk order: batches `read` (by first position) and runs of shards `found` in the `opened` segments."
+    parts, i = [], 0
+    while i < count:
+        if i in read:
+            parts.append(read[i])
+            i += len(read[i].paths)
+            continue
+        n, at = found[i]
+        j = i + 1
+        while j < count and found.get(j) == (n, at + j - i): j += 1
+        parts.append(_slice(opened[n], at, at + j - i))
+        i = j
+    return parts
+
+def _refuse_salvaged(parts: list):
+    "Raise the first problem a salvaging load cached for these shards: a strict load refuses them."
+    for part in parts:
+        if part.problems.num_rows:
+            first = part.problems.slice(0, 1).to_pylist()[0]
+            raise ShardError(first["shard"], first["line"], first["field"], first["why"])
+
 # %% ../nbs/04_tables.ipynb #515b38b4
-def load(path, *, workers: Optional[int] = None, content: bool = False, progress: Optional[bool] = None) -> Tables:
-    "The `Tables` of the shard tree (or shard file) at `path`, read strictly; see `shard_tables`."
-    paths = shard_paths(path)
-    sizes = [os.path.getsize(p) for p in paths]
-    if workers is None: workers = min(_cores(), len(paths)) if sum(sizes) >= PARALLEL_BYTES else 1
-    parts = []
+def load(path, *, workers: Optional[int] = None, content: bool = False, progress=None,
+         errors: Errors = "raise", cache: bool = True) -> Tables:
+    "The `Tables` of the shard tree (or shard file) at `path`, read strictly (salvaging with `errors='collect'`), through the cache unless `cache=False`."
+    if errors not in ("raise", "collect"): raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
+    paths = shard_paths(os.path.realpath(path))  # resolved once: the walk does not follow links to directories
+    keys = [_shard_key(p) for p in paths]
+    directory = _tree_dir(path, content) if cache else None
+    found, opened, segments = _cached(directory, keys) if directory else ({}, {}, [])
+    fresh = [i for i in range(len(paths)) if i not in found]
+    sizes = [keys[i][1] for i in fresh]
+    if workers is None: workers = min(_cores(), len(fresh)) if sum(sizes) >= PARALLEL_BYTES else 1
+    read, written = {}, []
     with _progress(sum(sizes), progress) as bar:
-        if workers <= 1 or len(paths) == 1:
-            for p, size in zip(paths, sizes):
-                parts.append(shard_tables(p, content))
-                bar.update(size)
-        else:
-            with ProcessPoolExecutor(min(workers, len(paths))) as pool:
-                for part, size in zip(pool.map(shard_tables, paths, repeat(content)), sizes):
-                    parts.append(part)
-                    bar.update(size)
-    root = Path(path) if os.path.isdir(path) else Path(path).parent
-    return combine(parts, root)
+        for batch, (part, segment) in _read_all(_batches(fresh, sizes, workers), paths, keys, content, errors, directory, workers):
+            if segment: written.append(segment)
+            read[batch[0]] = part or _open_segment(directory, segment) or batch_tables([paths[i] for i in batch], content, errors)
+            bar.update(sum(keys[i][1] for i in batch))
+    parts = _in_walk_order(len(paths), read, found, opened)
+    if errors == "raise": _refuse_salvaged(parts)
+    if directory: _update_index(directory, segments, {n for n, _ in found.values()}, written)
+    root = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+    return combine(parts, Path(root))
+
+def _update_index(directory: Path, segments: list, used: set, written: list):
+    "Name the segments `used` and `written` in the tree's index (only touching it when nothing changed), then keep the cache under its cap."
+    try:
+        if not written and len(used) == len(segments): return os.utime(directory / _INDEX_FILE)
+        kept = [segment for n, segment in enumerate(segments) if n in used] + written
+        _write_index(directory, kept, {segment.file for n, segment in enumerate(segments) if n not in used})
+        _keep_under_limit()
+    except OSError: pass
 
 # %% ../nbs/04_tables.ipynb #e84b9e61
-def export(tables: Tables, out_dir) -> list:
-    "Write every table of `tables` as `<table>.parquet` in `out_dir` (created if needed); return the paths."
-    import pyarrow.parquet as pq
+def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:
+    "The Arrow schema `frame` is written with: each column typed as `plan` types it, categoricals as strings, times in µs (ns if `ns`)."
+    fields = []
+    for name in frame.columns:
+        kind = plan.field(name).type if name in plan.names else pa.int64() if name in _KEYS else None
+        if kind is None: kind = pa.Schema.from_pandas(frame[[name]], preserve_index=False).field(name).type
+        if pa.types.is_dictionary(kind): kind = kind.value_type
+        if pa.types.is_timestamp(kind): kind = pa.timestamp("ns" if ns else "us", tz=kind.tz)
+        fields.append(pa.field(name, kind))
+    return pa.schema(fields)
+
+def export(tables: Tables, out_dir, *, ns: bool = False) -> list:
+    "Write every table of `tables` as a Parquet dataset `<out_dir>/<table>/run_id=<value>/`, replacing those runs' partitions; return the table directories."
+    import pyarrow.dataset as ds
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir(): raise NotADirectoryError(f"{out_dir} is a file: export writes a directory of Parquet datasets")
+    by_run = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
     written = []
     for name, frame in tables.items():
-        table = pa.Table.from_pandas(frame, preserve_index=frame.index.name is not None)
-        pq.write_table(table, out_dir / f"{name}.parquet")
-        written.append(out_dir / f"{name}.parquet")
+        if frame.index.name is not None: frame = frame.reset_index()
+        schema = _export_schema(frame, _schemas(True)[name], ns)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = pa.table([pc.cast(table[field.name], field.type, safe=False) for field in schema], schema=schema)
+        (out_dir / name).mkdir(parents=True, exist_ok=True)  # there even when the table is empty
+        ds.write_dataset(table, out_dir / name, format="parquet", partitioning=by_run, basename_template="part-{i}.parquet",
+                         existing_data_behavior="delete_matching")
+        written.append(out_dir / name)
     return written

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from modelrecord import live
+from modelrecord import tables as tables_module
 from modelrecord.explore import ALL, PLOTS, Explorer
 from modelrecord.formatting import usd_decimals, usd_text
 from modelrecord.reader import ShardError
@@ -331,8 +331,8 @@ def test_refresh_reads_only_new_and_changed_shards(growing, monkeypatch):
     shutil.copy(third, growing / "ee" / "modeleval-new.jsonl")
     second.unlink()
     read = []
-    real = live.shard_tables
-    monkeypatch.setattr(live, "shard_tables", lambda path, *a, **k: read.append(Path(path)) or real(path, *a, **k))
+    real = tables_module.batch_tables  # what reads shards, under load's cache
+    monkeypatch.setattr(tables_module, "batch_tables", lambda paths, *a, **k: read.extend(map(Path, paths)) or real(paths, *a, **k))
     explorer.refresh_button.click()
     assert sorted(read) == sorted([first, growing / "ee" / "modeleval-new.jsonl"])
     changes = explorer.tree.changes

@@ -1,15 +1,21 @@
-"""The Parquet export, queried with DuckDB, gives the same totals as the pandas summary."""
+"""The Parquet export: typed from the table plan, partitioned by run, read back by pyarrow and DuckDB losing nothing."""
 import math
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
 import pytest
 
 from modelrecord.cli import main
-from modelrecord.record import MODEL_ENDINGS
-from modelrecord.sample import write_tree
+from modelrecord.record import MODEL_ENDINGS, Attempt, Run, Turn, Usage, encode
+from modelrecord.sample import example_tree, write_tree
 from modelrecord.summary import summary
 from modelrecord.tables import TABLES, export, load
+
+
+def _parquet(out, table: str) -> str:
+    return f"read_parquet('{out}/{table}/*/*.parquet', hive_partitioning = true)"
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +27,12 @@ def exported(tmp_path_factory):
     return tables, out, paths
 
 
-def test_one_file_per_table(exported):
-    _, out, paths = exported
-    assert [p.name for p in paths] == [f"{name}.parquet" for name in TABLES]
-    assert all(p.parent == out and p.stat().st_size > 0 for p in paths)
+def test_one_dataset_per_table_partitioned_by_run(exported):
+    tables, out, paths = exported
+    assert [p.name for p in paths] == list(TABLES)
+    runs = set(tables.runs.run_id)
+    for path in paths:
+        assert {p.name for p in path.iterdir()} == {f"run_id={run}" for run in runs}
 
 
 def test_duckdb_totals_match_the_pandas_summary(exported):
@@ -34,12 +42,12 @@ def test_duckdb_totals_match_the_pandas_summary(exported):
     attempts = duckdb.sql(f"""
         select model, count(*) as attempts, count(*) filter (ended_by = 'completed') as completed,
                count(*) filter (ended_by in ({model_endings})) as model_endings
-        from '{out}/attempts.parquet' group by model""").df().set_index("model")
+        from {_parquet(out, 'attempts')} group by model""").df().set_index("model")
     turns = duckdb.sql(f"""
         select model, sum(input) as input, sum(output) as output, sum(cache_created) as cache_created,
                sum(cache_read) as cache_read, sum(cost) as cost, count(*) filter (cost is null) as unpriced_turns,
                count(*) filter ("try" > 1) as retries
-        from '{out}/turns.parquet' group by model""").df().set_index("model")
+        from {_parquet(out, 'turns')} group by model""").df().set_index("model")
     assert sorted(attempts.index) == sorted(map(str, expected.index))
     for model in attempts.index:
         row = expected.loc[model]
@@ -53,17 +61,77 @@ def test_duckdb_totals_match_the_pandas_summary(exported):
 def test_keys_join_in_duckdb(exported):
     tables, out, _ = exported
     joined = duckdb.sql(f"""
-        select count(*) from '{out}/turns.parquet' t join '{out}/attempts.parquet' a on t.attempt_key = a.attempt_key
+        select count(*) from {_parquet(out, 'turns')} t join {_parquet(out, 'attempts')} a
+        on t.run_id = a.run_id and t.attempt_key = a.attempt_key
         where t.model = a.model and t.attempt = a.attempt""").fetchall()[0][0]
     assert joined == tables.turns.attempt_key.notna().sum()
+
+
+def _write(path, *lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(encode(line) + b"\n" for line in lines))
+
+
+def test_two_trees_with_different_empty_columns_read_as_one_dataset(tmp_path):
+    "A column empty in one tree (all missing) is still typed, so neither engine loses the other tree's values."
+    bare = tmp_path / "bare"
+    _write(bare / "modeleval-x.jsonl", Run(run_id="bare-run", repeat=1),
+           Attempt(id="a-1", case="MT-1", model="m", surface="dynamic", repeat=1, ended_by="harness_error", reason="no world"),
+           Turn(attempt="a-1", index=1, try_=1, status="ok", usage=Usage(input=1, output=1)))
+    example = load(example_tree())
+    refusals, names = example.calls.refusal_reason.notna().sum(), example.verifies.name.notna().sum()
+    assert refusals and names
+    out = tmp_path / "out"
+    export(load(bare), out)  # no calls, no verifies: every column of those tables empty
+    export(example, out)
+    calls = ds.dataset(out / "calls", partitioning="hive").to_table()
+    assert calls.schema.field("refusal_reason").type == pa.string()
+    assert pc_count(calls.column("refusal_reason")) == refusals
+    verifies = ds.dataset(out / "verifies", partitioning="hive").to_table()
+    assert pc_count(verifies.column("name")) == names
+    attempts = ds.dataset(out / "attempts", partitioning="hive").to_table()
+    assert attempts.num_rows == len(example.attempts) + 1
+    both = duckdb.sql(f"select count(refusal_reason) from {_parquet(out, 'calls')}").fetchall()[0][0]
+    assert both == refusals
+    assert duckdb.sql(f"select count(*) from {_parquet(out, 'attempts')} where run_id = 'bare-run'").fetchall()[0][0] == 1
+
+
+def pc_count(column) -> int:
+    return len(column) - column.null_count
+
+
+def test_re_export_replaces_the_run_partition(tmp_path):
+    tree = write_tree(tmp_path / "tree", seed=3, attempts=40, targets=("ce",), shards_per_target=1)
+    out = tmp_path / "out"
+    tables = load(tree)
+    export(tables, out)
+    export(tables, out)
+    back = ds.dataset(out / "turns", partitioning="hive").to_table()
+    assert back.num_rows == len(tables.turns)
+
+
+def test_timestamps_in_microseconds_unless_ns(tmp_path):
+    tables = load(example_tree())
+    export(tables, tmp_path / "us")
+    export(tables, tmp_path / "ns", ns=True)
+    assert ds.dataset(tmp_path / "us" / "runs", partitioning="hive").schema.field("started_at").type.unit == "us"
+    assert ds.dataset(tmp_path / "ns" / "runs", partitioning="hive").schema.field("started_at").type.unit == "ns"
 
 
 def test_cli_export_and_summary(tmp_path, capsys):
     tree = write_tree(tmp_path / "tree", seed=2, attempts=60)
     assert main(["export", str(tree), "--to", str(tmp_path / "out")]) == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(f"{n}.parquet" for n in TABLES)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TABLES)
     assert main(["summary", str(tree)]) == 0
     out = capsys.readouterr().out
     assert "Endings" in out and "Tokens and cost" in out and "openai:gpt-5" in out
     assert main(["summary", str(tmp_path / "nowhere")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_export_to_a_file_is_refused(tmp_path, capsys):
+    tree = write_tree(tmp_path / "tree", seed=2, attempts=10)
+    (tmp_path / "file").write_text("not a directory")
+    assert main(["export", str(tree), "--to", str(tmp_path / "file")]) == 1
+    assert "is a file" in capsys.readouterr().err
+    assert (tmp_path / "file").read_text() == "not a directory"
