@@ -288,6 +288,8 @@ def replace_widgets(cell, state: dict):
         data = out.get("data", {})
         if WIDGET_VIEW not in data: outputs.append(out); continue
         shown = _widget_outputs(data[WIDGET_VIEW].get("model_id", ""), state)
+        if not shown and data.get("text/html"):  # no saved state, but the widget said how it reads without a kernel
+            shown = [nbformat.v4.new_output("display_data", {"text/html": data["text/html"]})]
         if not shown and data.get("text/plain"): shown = [nbformat.v4.new_output("display_data", {"text/plain": data["text/plain"]})]
         outputs += shown + [nbformat.v4.new_output("display_data", {"text/html": WIDGET_NOTE})]
     cell["outputs"] = outputs
