@@ -9,12 +9,12 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'ENDINGS', 'OUTCOME_OK', 'OUTCOME_TOOL_ERROR', 'OUTCOME_PROTOCOL_ERROR', 'OUTCOME_TRANSPORT_ERROR',
            'OUTCOME_PREVIEW', 'OUTCOMES', 'OUTCOME_REFUSED_PREFIX', 'TURN_OK', 'TURN_RATE_LIMITED', 'TURN_SERVER_ERROR',
            'TURN_REQUEST_ERROR', 'TURN_TRANSPORT_ERROR', 'TURN_STATUSES', 'BLOCK_TEXT', 'BLOCK_THINKING',
-           'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'ENDING_COLOURS',
-           'TOKEN_COLOURS', 'COST_COLOURS', 'GO_NON_BLANK', 'NonBlank', 'GoInt', 'Position', 'Count', 'Timestamp',
-           'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session',
-           'Attempt', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
-           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'go_escape',
-           'go_string', 'cap_text', 'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
+           'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'NonBlank', 'GoInt',
+           'Position', 'Count', 'Timestamp', 'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price',
+           'Provider', 'Run', 'Session', 'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable',
+           'compact_json', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
+           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text',
+           'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -62,23 +62,15 @@ COST_COMPONENTS = ("input", "output", "cache_write", "cache_read")
 TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
 
-# %% ../nbs/00_record.ipynb #b212482a
-ENDING_COLOURS = {
-    ENDED_COMPLETED: "#2e7d32", ENDED_OVER_BUDGET: "#ef6c00", ENDED_MALFORMED: "#c62828",
-    ENDED_NO_TOOL_CALL: "#f9a825", ENDED_PROVIDER_ERROR: "#78909c", ENDED_HARNESS_ERROR: "#455a64",
-    ENDED_SKIPPED: "#cfd8dc"}
-TOKEN_COLOURS = {"input": "#1565c0", "output": "#e65100", "cache_created": "#6a1b9a", "cache_read": "#80cbc4"}
-COST_COLOURS = dict(zip(COST_COMPONENTS, TOKEN_COLOURS.values()))
-
 # %% ../nbs/00_record.ipynb #0eb8ccf2
-GO_NON_BLANK = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
+_GO_KEEPS = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
 NonBlank = Annotated[str, msgspec.Meta(min_length=1)]  # required: not empty (nor blank: see `line_problem`)
 GoInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # what fits Go's 64-bit int
 Position = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]  # counts from 1
 Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # counts from 0
 Timestamp = Annotated[dt.datetime, msgspec.Meta(tz=True)]  # RFC 3339 with a zone
 Outcome = Annotated[str, msgspec.Meta(pattern=(
-    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + GO_NON_BLANK))]
+    r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + _GO_KEEPS))]
 GO_ZERO_TIME = dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)  # what Go writes for a time never set
 
 # %% ../nbs/00_record.ipynb #b38ee389
@@ -158,10 +150,68 @@ class Attempt(_Line, kw_only=True):
     ended_by: Literal[ENDINGS]
     reason: Omit[str] = ""
 
+# %% ../nbs/00_record.ipynb #3b9b9622
+_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)  # one escape in a JSON text (only strings hold backslashes)
+_STAND_INS = [b"\\u%04x" % code for code in range(0xE000, 0xF900)]  # private-use escapes, six bytes like a surrogate's
+
+def _lone_surrogates(data: bytes) -> list[tuple[int, int]]:
+    "Where `data` spells a lone surrogate escape: `(start, end)` of each, in order."
+    spans, high = [], None  # high: the span of a high surrogate waiting for its low half
+    for escape in _ESCAPE.finditer(data):
+        text = escape[0]
+        code = int(text[2:], 16) if len(text) == 6 else -1
+        if high is not None:
+            if 0xDC00 <= code <= 0xDFFF and escape.start() == high[1]: high = None; continue  # a pair
+            spans.append(high); high = None
+        if 0xD800 <= code <= 0xDBFF: high = escape.span()
+        elif 0xDC00 <= code <= 0xDFFF: spans.append(escape.span())
+    if high is not None: spans.append(high)
+    return spans
+
+def mask_surrogates(data: bytes) -> tuple[bytes, dict[bytes, bytes]]:
+    "`data` with each lone surrogate escape swapped for a stand-in escape it does not hold, and `{stand-in: escape}`."
+    if b"\\u" not in data: return data, {}
+    spans = _lone_surrogates(data)
+    if not spans: return data, {}
+    free = (stand_in for stand_in in _STAND_INS if stand_in not in data)
+    stand_ins, pieces, start = {}, [], 0
+    for begin, end in spans:
+        escape = data[begin:end]
+        if escape not in stand_ins:
+            stand_ins[escape] = next(free, None)
+            if stand_ins[escape] is None: raise ValueError("spells more kinds of lone surrogate than there are stand-ins")
+        pieces += [data[start:begin], stand_ins[escape]]
+        start = end
+    pieces.append(data[start:])
+    return b"".join(pieces), {stand_in: escape for escape, stand_in in stand_ins.items()}
+
+def unmask_surrogates(data: bytes, originals: dict[bytes, bytes]) -> bytes:
+    "`data` with each stand-in of `mask_surrogates` swapped back for the escape it replaced (`originals`)."
+    for stand_in, escape in originals.items(): data = data.replace(stand_in, escape)
+    return data
+
+def go_decodable(data: bytes) -> bytes:
+    "`data` with each lone surrogate escape spelled `\\ufffd`: what Go's decoder reads it as."
+    masked, originals = mask_surrogates(data)
+    return unmask_surrogates(masked, dict.fromkeys(originals, b"\\ufffd")) if originals else data
+
+def compact_json(raw: msgspec.Raw | bytes) -> bytes:
+    "The raw JSON text `raw` compacted, as Go writes it, lone surrogate escapes kept; `msgspec.DecodeError` if it is not JSON."
+    try: return msgspec.json.format(raw, indent=-1)
+    except msgspec.DecodeError:
+        masked, originals = mask_surrogates(bytes(raw))
+        if not originals: raise
+    return unmask_surrogates(msgspec.json.format(masked, indent=-1), originals)
+
 # %% ../nbs/00_record.ipynb #4d22c7ad
 def _json_value(raw: msgspec.Raw):
-    "The parsed value of a raw JSON field, or None when the field is empty."
-    return msgspec.json.decode(raw) if raw else None
+    "The parsed value of a raw JSON field (a lone surrogate read as U+FFFD), or None when the field is empty."
+    if not raw: return None
+    try: return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        readable = go_decodable(bytes(raw))
+        if readable == bytes(raw): raise
+    return msgspec.json.decode(readable)
 
 class Block(_Line, kw_only=True):
     "One piece of what a model emitted in a turn: prose, reasoning or a tool call."
@@ -254,7 +304,7 @@ RECORD_TYPES = {Run: RunRecord, Session: SessionRecord, Attempt: AttemptRecord, 
 AnyRecord = RunRecord | SessionRecord | AttemptRecord | TurnRecord | CallRecord | VerifyRecord
 
 # %% ../nbs/00_record.ipynb #a5d54169
-_GO_NON_BLANK = re.compile(GO_NON_BLANK)
+_GO_NON_BLANK = re.compile(_GO_KEEPS)
 
 def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
@@ -286,13 +336,13 @@ def cap_result(raw: msgspec.Raw | bytes) -> tuple[msgspec.Raw, bool]:
     data = bytes(raw)
     if len(data) <= MAX_RESULT_BYTES:
         return (raw if isinstance(raw, msgspec.Raw) else msgspec.Raw(data)), False
-    return msgspec.Raw(go_string(data[:MAX_RESULT_BYTES])), True
+    return msgspec.Raw(_go_string(data[:MAX_RESULT_BYTES])), True
 
 # %% ../nbs/00_record.ipynb #8426d7cd
 _GO_ESCAPES = [(b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
                ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029")]
 
-def go_escape(data: bytes) -> bytes:
+def _go_escape(data: bytes) -> bytes:
     "`data` with the characters Go escapes for safe embedding in HTML escaped as it does."
     for char, escaped in _GO_ESCAPES:
         if char in data: data = data.replace(char, escaped)
@@ -300,13 +350,13 @@ def go_escape(data: bytes) -> bytes:
 
 _string_encoder = msgspec.json.Encoder()
 
-def go_string(data: bytes) -> bytes:
+def _go_string(data: bytes) -> bytes:
     "The JSON string Go's encoding/json writes for the bytes `data`, invalid UTF-8 included."
     pieces, start = [], 0
     while True:
         try:
             pieces.append(_string_encoder.encode(data[start:].decode())[1:-1])
-            return go_escape(b'"' + b"".join(pieces) + b'"')
+            return _go_escape(b'"' + b"".join(pieces) + b'"')
         except UnicodeDecodeError as bad:
             valid_end = start + bad.start
             pieces += [_string_encoder.encode(data[start:valid_end].decode())[1:-1], b"\\ufffd"]
@@ -371,7 +421,7 @@ def _go_value(value):
     if kind is str or kind is int or kind is bool or value is None: return value
     if kind is float: return msgspec.Raw(go_float(value))
     if kind is msgspec.Raw or kind is bytes:
-        try: return msgspec.Raw(msgspec.json.format(value, indent=-1))
+        try: return msgspec.Raw(compact_json(value))
         except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a string field such as Block.raw") from None
         except RecursionError: raise ValueError("nests arrays or objects deeper than this writer can follow") from None
     if kind is dt.datetime: return msgspec.Raw(go_time(value))
@@ -403,4 +453,4 @@ def encode(line) -> bytes:
     payload = _go_item(line_type, record.payload)
     try: data = _line_encoder.encode({"schema": record.schema, "type": line_type, line_type: payload})
     except (ValueError, TypeError) as bad: raise EncodeError(line_type, f"cannot be encoded: {bad}") from None
-    return go_escape(data)
+    return _go_escape(data)

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['TURN_CAP', 'RETRIEVED_ON', 'MODELS', 'SURFACES', 'MODES', 'SESSION_PLANS', 'ACTIONS', 'CASE_TEMPLATES', 'TIERS',
-           'PROJECTS', 'AUTHORS', 'TITLES', 'FILES', 'HUGE', 'EDITIONS', 'EXAMPLE_SETTINGS', 'Model', 'SessionPlan',
-           'shard_sessions', 'Case', 'case', 'Move', 'generate', 'write_tree', 'example_tree']
+           'HUGE', 'EDITIONS', 'EXAMPLE_SETTINGS', 'Model', 'SessionPlan', 'shard_sessions', 'Case', 'case', 'Move',
+           'generate', 'write_tree', 'tree_bytes', 'example_tree']
 
 # %% ../nbs/03_sample.ipynb #6d0ab00c
 import datetime as dt
@@ -159,30 +159,30 @@ CASE_TEMPLATES = (
 TIERS = ("free", "premium", "ultimate")  # licensing tiers, lowest first: a case needing one runs at it or above
 
 # %% ../nbs/03_sample.ipynb #2db09b4a
-PROJECTS = ("eval-group/eval-project", "platform/api-gateway", "web/storefront", "data/etl-pipelines",
+_PROJECTS = ("eval-group/eval-project", "platform/api-gateway", "web/storefront", "data/etl-pipelines",
             "mobile/ios-app", "infra/terraform-modules")
-AUTHORS = (("jose.martinez", "José Martínez"), ("zoe.chen", "Zoë Chen"), ("ana.ruiz", "Ana Ruiz"),
+_AUTHORS = (("jose.martinez", "José Martínez"), ("zoe.chen", "Zoë Chen"), ("ana.ruiz", "Ana Ruiz"),
            ("dvolkov", "Dmitri Volkov"), ("priya.n", "Priya Natarajan"), ("lfischer", "Lena Fischer"),
            ("kmensah", "Kwame Mensah"), ("ytanaka", "Yuki Tanaka"))
-TITLES = ("Fix login redirect after SSO", "Bump golang.org/x/net to v0.38.0", "Escape <details> & <summary> in release notes",
+_TITLES = ("Fix login redirect after SSO", "Bump golang.org/x/net to v0.38.0", "Escape <details> & <summary> in release notes",
           "Add retry to webhook delivery", "Refactor pipeline cache keys", "Document the merge train flow",
           "Handle 429 from the container registry", "Ünicode file names in archives", "Drop the legacy /v3 endpoints")
-FILES = ("internal/auth/session.go", "cmd/server/main.go", "README.md", ".gitlab-ci.yml",
+_FILES = ("internal/auth/session.go", "cmd/server/main.go", "README.md", ".gitlab-ci.yml",
          "src/components/Checkout.vue", "modules/vpc/main.tf")
 
 def _facts(rng: random.Random) -> dict:
     "Every fact a template may use, drawn from `rng`."
-    project = rng.choice(PROJECTS)
+    project = rng.choice(_PROJECTS)
     return dict(
         project=project, project_id=str(rng.randint(12, 480)), group=project.split("/")[0],
         branch=rng.choice(("main", "main", "main", "master", "develop")),
         source=rng.choice(("feature/login-redirect", "fix/webhook-retry", "chore/bump-deps", "docs/merge-trains")),
-        title=rng.choice(TITLES), author=rng.choice(AUTHORS)[0], mr_iid=str(rng.randint(3, 240)),
+        title=rng.choice(_TITLES), author=rng.choice(_AUTHORS)[0], mr_iid=str(rng.randint(3, 240)),
         issue_iid=str(rng.randint(1, 900)), epic_iid=str(rng.randint(1, 60)), job_id=str(rng.randint(10**6, 10**7)),
         job=rng.choice(("test:unit", "test:integration", "lint", "build:image")), label=rng.choice(("bug", "security", "ux")),
         comment=rng.choice(("Reproduced on 18.4, see the attached trace.", "Closing in favour of the newer issue.",
                             "Can we get this into the next patch release?")),
-        epic=rng.choice(("Self-managed GA", "Q4 reliability work", "Search relevance")), file=rng.choice(FILES),
+        epic=rng.choice(("Self-managed GA", "Q4 reliability work", "Search relevance")), file=rng.choice(_FILES),
         change=rng.choice(("adds a retry with backoff", "renames two fields", "drops a deprecated flag")),
         release=rng.choice(("release/2026.09", "stable", "release/18.4")))
 
@@ -224,8 +224,8 @@ def _when(rng: random.Random) -> str:
     return f"2026-08-{rng.randint(1, 31):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
 
 def _merge_request(rng: random.Random, project: str, iid: int, title: str = "", source: str = "", target: str = "main") -> dict:
-    username, name = rng.choice(AUTHORS)
-    return {"iid": iid, "title": title or rng.choice(TITLES), "author": {"username": username, "name": name},
+    username, name = rng.choice(_AUTHORS)
+    return {"iid": iid, "title": title or rng.choice(_TITLES), "author": {"username": username, "name": name},
             "source_branch": source or f"feature/{rng.choice(('auth', 'ci', 'ux', 'deps'))}-{rng.randint(1, 999)}",
             "target_branch": target, "state": "opened", "created_at": _when(rng),
             "web_url": f"https://gitlab.example.com/{project}/-/merge_requests/{iid}",
@@ -739,6 +739,12 @@ def write_tree(path,  # the directory to write the tree into, created if needed
             share = attempts // shards + (g < attempts % shards)
             _write_shard(_Shard(seed, target, k, shards_per_target, huge, repeat), directory, share, (target_bytes or 0) // shards)
     return path
+
+# %% ../nbs/03_sample.ipynb #e55f1d46
+def tree_bytes(tree) -> dict:
+    "Every shard of `tree` by its path relative to the tree, to compare two trees byte for byte."
+    shards = sorted(Path(tree).rglob(f"{SHARD_PREFIX}*{SHARD_SUFFIX}"))
+    return {p.relative_to(tree).as_posix(): p.read_bytes() for p in shards}
 
 # %% ../nbs/03_sample.ipynb #24ce183d
 EXAMPLE_SETTINGS = dict(seed=63, attempts=384, huge=0.02)  # how the bundled example tree was written

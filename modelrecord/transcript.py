@@ -17,8 +17,9 @@ import pandas as pd
 
 from .formatting import count_text, ms_text, plural, usd_text
 from .reader import read_shard
+from .plots import ENDING_COLOURS
 from .record import (
-    BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL, ENDED_COMPLETED, ENDED_MALFORMED, ENDED_OVER_BUDGET, ENDING_COLOURS,
+    BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL, ENDED_COMPLETED, ENDED_MALFORMED, ENDED_OVER_BUDGET,
     OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_REFUSED_PREFIX, TOKEN_CATEGORIES, TURN_OK)
 from .tables import Tables
 

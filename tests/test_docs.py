@@ -6,7 +6,7 @@ until then it is the first chapter with a saved plot, or, while no chapter has o
 small notebook with a saved plot and a saved widget that this test writes beside copies of the
 notebooks (never into nbs/). Screenshots go to test-artifacts/.
 """
-import ast, base64, functools, http.server, io, re, shutil, subprocess, sys, threading, zlib
+import base64, functools, http.server, importlib, inspect, io, re, shutil, subprocess, sys, threading, zlib
 from pathlib import Path
 
 import nbformat
@@ -52,21 +52,32 @@ def test_api_entry_of_read_shards(site):
     assert 'id="modelrecord.reader.read_shards"' in page, "no API entry for read_shards"
     entry = page[page.index('id="modelrecord.reader.read_shards"'):]
     text = re.sub(r"<[^>]+>", "", entry[:entry.find('id="modelrecord.reader.', 10)])  # up to the next entry
-    assert "read_shards" in text and "errors" in text and "Errors" in text  # the signature, as written
+    assert "read_shards" in text and "errors" in text and "'collect'" in text  # the signature of the live object
     assert "The shards under" in text  # the docstring
 
 
-def test_every_public_name_has_an_entry(site):
-    "Every name of a module's `__all__` (nbdev's rule) is an object in the site's inventory."
-    inventory = {line.split()[0] for line in _inventory(site)}
+def public_api() -> list:
+    "`modelrecord.module.name` for every name of each chapter's module `__all__` and every public method or property of its classes."
+    names = []
     for path in build_docs.chapters(NBS):
-        nb = nbformat.read(path, as_version=4)
-        module = nbdocs.default_exp(nb)
-        if not module: continue
-        source = "\n".join(nbdocs.split_directives(c.source)[1] for c in nb.cells
-                           if c.cell_type == "code" and "export" in nbdocs.split_directives(c.source)[0])
-        missing = [n for n in nbdocs.public_names(ast.parse(source)) if f"modelrecord.{module}.{n}" not in inventory]
-        assert not missing, f"{path.name}: no API entry for {missing}"
+        found = re.search(r"^#\|\s*default_exp\s+(\S+)", "\n".join(c.source for c in nbformat.read(path, as_version=4).cells), re.M)
+        if not found: continue
+        module = importlib.import_module(f"modelrecord.{found[1]}")
+        for name in module.__all__:
+            names.append(f"{module.__name__}.{name}")
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and obj.__module__ == module.__name__:
+                names += [f"{module.__name__}.{name}.{m}" for m, v in vars(obj).items() if not m.startswith("_")
+                          and (inspect.isfunction(v) or isinstance(v, (property, functools.cached_property, classmethod, staticmethod)))]
+    return names
+
+
+def test_every_public_name_and_method_has_an_entry(site):
+    "Every name of a module's `__all__` (nbdev's rule) and every public method of its classes is an object of the site's inventory."
+    api = public_api()
+    assert {"modelrecord.tables.Tables.where", "modelrecord.tables.Tables.priced", "modelrecord.writer.Writer.write"} <= set(api)
+    inventory = {line.split()[0] for line in _inventory(site)}
+    assert [n for n in api if n not in inventory] == []
 
 
 def _inventory(site: Path) -> list:
@@ -87,10 +98,19 @@ def test_nothing_is_loaded_from_another_host(site):
 
 def test_readme_is_generated_from_the_index_notebook():
     readme = (ROOT / "README.md").read_text()
-    nb = nbdocs.process(nbformat.read(NBS / "index.ipynb", as_version=4), "modelrecord")
-    assert readme == nbdocs.readme_markdown(nb), "README.md is stale: run `python tools/build_docs.py`"
+    nb = nbdocs.process(nbformat.read(NBS / "index.ipynb", as_version=4))
+    assert readme == build_docs.readme_markdown(nb), "README.md is stale: run `python tools/build_docs.py`"
     assert 'pip install -e ".[analysis]" && modelrecord summary' in readme
     assert "python tools/build_docs.py" in readme
+
+
+def test_the_index_lists_the_top_level():
+    "The home page names exactly what `import modelrecord` gives (`__all__`, and the two names imported on first use)."
+    import modelrecord
+    prose = "".join(c.source for c in nbformat.read(NBS / "index.ipynb", as_version=4).cells if c.cell_type == "markdown")
+    section = prose[prose.index("## The top level"):]
+    listed = set(re.findall(r"`(?:modelrecord\.)?([A-Za-z_]\w*)`", section)) - {"modelrecord", "__all__"}
+    assert listed - {"sample", "summary", "score"} == set(modelrecord.__all__) | {"load", "Tables"}
 
 
 def test_ci_runs_the_readme_test_command():
@@ -142,67 +162,57 @@ def test_a_resource_from_another_host_fails_the_build(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # The processing of a notebook
 
-def test_api_entries_from_an_export_cell():
-    src = '''import os
-LIMIT = 3  # the most there can be
-_PRIVATE = 1
-def fetch(path:str, # where it is
-          tries:int=LIMIT) -> bytes:
+def fetch(path: str,  # where it is
+          tries: int = 3) -> "bytes":
     "Read `path`."
-def _helper(): pass
-class Box(Base):
-    "A box."
-    size: int = 0  # how big
-    def open(self, force: bool = False) -> "Box":
-        "Open the box."
-@patch
-def shut(self: Box): "Shut the box."
-'''
-    items = nbdocs.cell_entries(src)
-    assert items[0] == ("code", ["LIMIT"], "LIMIT = 3  # the most there can be")
-    fetch, box, shut = items[1:]
-    assert (fetch.name, fetch.signature, fetch.doc) == ("fetch", "(path: str, tries: int = LIMIT) -> bytes", "Read `path`.")
-    assert fetch.params == [("path", "where it is")]
-    assert (box.directive, box.bases, box.fields) == ("py:class", ["Base"], [("size", "int", "0", "how big")])
-    assert (box.children[0].name, box.children[0].signature) == ("open", '(force: bool = False) -> "Box"')
-    assert (shut.name, shut.doc) == ("Box.shut", "Shut the box.")
-    assert nbdocs.public_names(ast.parse(src)) == ["LIMIT", "fetch", "Box"]
+
+
+def test_an_entry_is_nbdev_show_doc_of_the_live_object():
+    from modelrecord.tables import Tables
+    from nbdev.showdoc import show_doc
+    entry = show_doc(fetch, renderer=functools.partial(nbdocs.MystRenderer, module="lib.thing"))._repr_markdown_()
+    assert entry.startswith("```{py:function} fetch(path: str, tries: int = 3) -> bytes\n:module: lib.thing\n")
+    assert "Read `path`." in entry and ":param path: where it is" in entry
+    entry = show_doc(Tables, renderer=functools.partial(nbdocs.MystRenderer, module="modelrecord.tables", index=False,
+                                                        skip={"Tables.priced"}))._repr_markdown_()
+    assert entry.startswith("````{py:class} Tables(") and ":no-index:" in entry  # a longer fence: the methods are inside
+    assert "```{py:method} where(" in entry and "{py:method} priced" not in entry  # priced: shown by its own cell
+    fields = nbdocs.class_fields(importlib.import_module("modelrecord.record").Attempt)
+    assert ("session", "str", '""', "required unless the attempt never reached a session (see `line_problem`)") in fields
+
+
+def _processed(*cells) -> list:
+    "The cells of a chapter of `modelrecord.tables` made of `cells`, after processing (source of each)."
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T\n> s"), nbformat.v4.new_code_cell("#| default_exp tables"),
+                                         *cells])
+    return [c.source for c in nbdocs.process(nb).cells]
 
 
 def test_directives_are_honoured():
-    cells = [nbformat.v4.new_markdown_cell("# T\n> s"),
-             nbformat.v4.new_code_cell("#| default_exp thing"),
-             nbformat.v4.new_code_cell("#| hide\nsecret = 1"),
-             nbformat.v4.new_code_cell("#| echo: false\nshown_output_only()", outputs=[nbformat.v4.new_output("stream", text="out\n")]),
-             nbformat.v4.new_code_cell("#| output: false\nno_output()", outputs=[nbformat.v4.new_output("stream", text="x\n")]),
-             nbformat.v4.new_code_cell("#| include: false\ngone()"),
-             nbformat.v4.new_code_cell("#| exporti\ndef internal(): pass"),
-             nbformat.v4.new_code_cell("#| export\ndef visible():\n    'Shown.'")]
-    nb = nbdocs.process(nbformat.v4.new_notebook(cells=cells), "lib")
-    sources = [c.source for c in nb.cells]
-    assert not any("secret" in s or "gone" in s or "internal" in s or "default_exp" in s for s in sources)
-    echo = next(c for c in nb.cells if "shown_output_only" in c.source)
-    assert "remove-input" in echo.metadata["tags"] and echo.outputs
-    assert next(c for c in nb.cells if "no_output" in c.source).outputs == []
-    assert sources[-1].startswith("```{py:function} visible()\n:module: lib.thing")
+    sources = _processed(nbformat.v4.new_code_cell("#| hide\nsecret = 1"),
+                         nbformat.v4.new_code_cell("#| exporti\ndef internal(): pass"),
+                         nbformat.v4.new_code_cell("shown = 1\nhidden = 2  #| hide_line"),
+                         nbformat.v4.new_code_cell("#| export\nPARALLEL_BYTES = 64 << 20\ndef load(path): pass"))
+    assert not any("secret" in s or "internal" in s or "default_exp" in s or "hidden" in s for s in sources)
+    assert "shown = 1" in sources
+    assert sources[-2].startswith("```{py:data} PARALLEL_BYTES\n:module: modelrecord.tables")  # the constant, as written
+    assert "PARALLEL_BYTES = 64 << 20" in sources[-2]
+    assert sources[-1].startswith("```{py:function} load(path")  # nbdev's add_show_docs, then the live object
+    assert ":module: modelrecord.tables" in sources[-1] and "Tables" in sources[-1]  # the docstring, linked
 
 
 def test_show_doc_places_an_entry():
     "As in nbdev, `show_doc(name)` shows the entry there, and only there; a name from another chapter is not indexed twice."
-    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("#| default_exp other"),
-                                            nbformat.v4.new_code_cell("#| export\ndef elsewhere(): 'Over there.'")])
-    cells = [nbformat.v4.new_code_cell("#| default_exp thing"),
-             nbformat.v4.new_code_cell("#| export\nclass Box:\n    'A box.'\n    def open(self): 'Open it.'\ndef pack(): 'Pack.'"),
-             nbformat.v4.new_markdown_cell("Prose about packing."),
-             nbformat.v4.new_code_cell("show_doc(pack)\nshow_doc(Box.open)"),
-             nbformat.v4.new_code_cell("show_doc(elsewhere)")]
-    index = nbdocs.api_index([other], "lib")
-    nb = nbdocs.process(nbformat.v4.new_notebook(cells=cells), "lib", index=index)
-    sources = [c.source for c in nb.cells]
-    assert sources[0].startswith("```{py:class} Box\n") and "{py:method} open" not in sources[0] and "pack" not in sources[0]
-    assert sources[1] == "Prose about packing."
-    assert sources[2].startswith("```{py:function} pack()") and sources[3].startswith("```{py:method} Box.open()")
-    assert sources[4].startswith("```{py:function} elsewhere()\n:module: lib.other\n:no-index:")
+    sources = _processed(nbformat.v4.new_code_cell("#| export\nclass Tables:\n    def where(self): pass"),
+                         nbformat.v4.new_markdown_cell("Prose about `Tables`."),
+                         nbformat.v4.new_code_cell("show_doc(Tables.where)"),
+                         nbformat.v4.new_code_cell("show_doc(read_shards)"))
+    assert sources[1].startswith("````{py:class} Tables(") and "{py:method} where" not in sources[1]
+    assert sources[2] == "Prose about {py:obj}`Tables <modelrecord.tables.Tables>`."
+    assert sources[3].startswith("```{py:method} Tables.where(attempts") and ":no-index:" not in sources[3]
+    assert sources[4].startswith("```{py:function} read_shards(path") and ":module: modelrecord.reader\n:no-index:" in sources[4]
+    with pytest.raises(nbdocs.NotebookError, match="no public nowhere"):
+        _processed(nbformat.v4.new_code_cell("show_doc(nowhere)"))
 
 
 def _png(title: str) -> str:
@@ -239,7 +249,7 @@ def plot_notebook() -> nbformat.NotebookNode:
 
 
 def test_a_widget_is_shown_as_saved():
-    nb = nbdocs.process(plot_notebook(), "lib")
+    nb = nbdocs.process(plot_notebook())
     outputs = nb.cells[-1].outputs
     assert any("image/png" in o.get("data", {}) for o in outputs)  # the Output widget's plot
     assert any("<code>b</code>" in o.get("data", {}).get("text/html", "") for o in outputs)  # the chosen option

@@ -5,12 +5,12 @@ import matplotlib
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
-from matplotlib.legend import Legend
 
 from modelrecord import plots
 from modelrecord.record import COST_COMPONENTS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
 from modelrecord.sample import example_tree
 from modelrecord.formatting import plural, usd_column, usd_text
+from modelrecord.plots import legends, texts
 from modelrecord.summary import costs, endings, tokens
 from modelrecord.tables import load
 
@@ -23,18 +23,6 @@ UNPRICED = plots.UNPRICED
 @pytest.fixture(scope="module")
 def tables():
     return load(example_tree())
-
-
-def texts(fig) -> list:
-    "The titles, notes and labels written in the axes of `fig` (not the tick labels)."
-    return [text for ax in fig.axes for text in (*(ax.get_title(loc=loc) for loc in ("left", "center", "right")),
-                                                 *(t.get_text() for t in ax.texts)) if text]
-
-
-def legends(fig) -> list:
-    "The entries of each legend of `fig`, as `(title, [labels])`."
-    found = [l for ax in fig.axes for l in (*ax.artists, ax.get_legend()) if isinstance(l, Legend)]
-    return [(l.get_title().get_text(), [t.get_text() for t in l.get_texts()]) for l in found]
 
 
 def bar_ends(ax) -> dict:
@@ -193,7 +181,7 @@ def test_conformance_tree(conformance):
 
 
 def test_colours_come_from_the_vocabularies(tables):
-    from modelrecord.record import COST_COLOURS, ENDING_COLOURS, TOKEN_COLOURS
+    from modelrecord.plots import COST_COLOURS, ENDING_COLOURS, TOKEN_COLOURS
     rgba = matplotlib.colors.to_rgba
     fig = plots.tokens_by_model(tables)
     assert {p.get_facecolor() for p in fig.axes[0].patches} == {rgba(c) for c in TOKEN_COLOURS.values()}

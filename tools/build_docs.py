@@ -11,16 +11,16 @@ their saved outputs are shown, so execute a notebook (and save it) before buildi
 The build fails (exit 1) on a notebook that cannot be published (invalid, or with a saved error),
 a link to a page or heading that does not exist, or a page that would load anything from another host.
 """
-import argparse, configparser, html.parser, os, re, shutil, sys, tempfile, time
+import argparse, configparser, contextlib, copy, html.parser, os, re, shutil, sys, tempfile, time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT)]  # nbdocs, and the package of this checkout (its API entries are read live)
 import nbdocs  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = Path(__file__).resolve().parent / "docs"
 
 
@@ -67,16 +67,14 @@ def stage(nbs: Path, out: Path, lib_name: str) -> tuple[list, "nbformat.Notebook
     for name in set(pages.values()):
         same = [stem for stem, page in pages.items() if page == name]
         if len(same) > 1: raise nbdocs.NotebookError(f"{' and '.join(same)} would both be the page {name}.html")
-    index = nbdocs.api_index(list(notebooks.values()), lib_name)
-    linker = nbdocs.make_linker(index)
     toc, readme_nb = [], None
     for path, nb in notebooks.items():
-        processed = nbdocs.process(nb, lib_name, linker, name=str(path), index=index)
+        processed = nbdocs.process(nb, name=str(path))
         for cell in processed.cells:
             if cell.cell_type == "markdown": cell.source = _relink(cell.source, pages)
-        if path == index_path: readme_nb = nbdocs.process(nb, lib_name, name=str(path))
+        if path == index_path: readme_nb = copy.deepcopy(processed)
         else:
-            title, summary = nbdocs.notebook_title(nb)
+            title, summary = notebook_title(nb)
             if not title: raise nbdocs.NotebookError(f"{path}: its first markdown cell has no `# Title`")
             toc.append((pages[path.stem], title, summary))
         notebooks[path] = processed
@@ -89,9 +87,32 @@ def stage(nbs: Path, out: Path, lib_name: str) -> tuple[list, "nbformat.Notebook
     return toc, readme_nb
 
 
+def notebook_title(nb) -> tuple[str, str]:
+    "The `# Title` and `> summary` of a notebook's first markdown cell."
+    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+    title, summary = re.search(r"^#\s+(.+?)\s*$", first, re.M), re.search(r"^>\s*(.+?)\s*$", first, re.M)
+    return (title[1] if title else ""), (summary[1] if summary else "")
+
+
+def readme_markdown(nb, source: str = "nbs/index.ipynb") -> str:
+    "GitHub markdown for the processed index notebook: prose, code and text or HTML outputs (no images)."
+    parts = [f"<!-- Generated from {source} by tools/build_docs.py: edit the notebook, not this file. -->"]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown": parts.append(re.sub(r"\{py:\w+\}`([^`<]+?)(?: <[^`]+>)?`", r"`\1`", cell.source).strip())
+        if cell.cell_type != "code": continue
+        parts.append(f"```python\n{cell.source.strip()}\n```" if cell.source.strip() else "")
+        for out in cell.get("outputs", []):
+            data, text = out.get("data", {}), out.get("text", "") or out.get("data", {}).get("text/plain", "")
+            if "text/markdown" in data: parts.append(data["text/markdown"].strip())
+            elif any(k.startswith("image/") for k in data): continue
+            elif "text/html" in data: parts.append(data["text/html"].strip())
+            elif text.strip(): parts.append(f"```\n{text.rstrip()}\n```")
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
 def readme(nb, dest: Path):
     "Write README.md from the processed index notebook (`#| hide` cells and others left out, as nbdev_readme does)."
-    dest.write_text(nbdocs.readme_markdown(nb), encoding="utf-8")
+    dest.write_text(readme_markdown(nb), encoding="utf-8")
 
 
 def sphinx(src: Path, out: Path, work: Path, cfg, sources: dict, verbose: bool = False) -> list:
@@ -186,7 +207,8 @@ def build(root: Path = ROOT, out: Path = None, write_readme: bool = True, nbs: P
         work = Path(work)
         src = work / "src"
         src.mkdir()
-        try: toc, readme_nb = stage(nbs, src, lib_name)
+        try:
+            with contextlib.chdir(root): toc, readme_nb = stage(nbs, src, lib_name)  # nbdev reads settings.ini from here
         except nbdocs.NotebookError as e: raise SystemExit(f"docs: {e}")
         if write_readme and readme_nb is not None: readme(readme_nb, root / "README.md")
         sources = {page_name(p): str(p.relative_to(root) if p.is_relative_to(root) else p)

@@ -1,525 +1,269 @@
-"""Turn the saved notebooks into the pages of the documentation site and the README, without running them.
+"""The notebooks as pages for Sphinx (MyST-NB), through nbdev's own processors, without Quarto.
 
-nbdev's own pipeline (`nbdev_proc_nbs`, then Quarto) re-runs the export and `show_doc` cells of
-every notebook from `_proc/`, and here it first tries to install Quarto and the package. This
-module does the same job from the saved notebooks alone:
-
-- directives are honoured as nbdev and Quarto honour them (`hide`, `include: false`, `echo: false`,
-  `output: false`, `export`, `exports`, `exporti`, `default_exp`, `filter_stream`, `hide_line`);
-- every `#| export` cell is replaced by API entries for the public names it defines (the names
-  nbdev puts in `__all__`), written from the cell's own source: the signature as the author wrote it,
-  the docstring, and the inline (docments) comments of parameters and fields;
-- saved outputs are kept as they are (tables, plots, text); an ipywidgets view is replaced by what
-  its saved state shows (an `Output` widget's plots and tables), since no kernel serves the site;
-- names in backticks that are public names of the package link to their API entry.
-
-Nothing is imported from the package and no cell is executed, so a page shows exactly what the
-committed notebook holds, and the build takes seconds.
+`SphinxDefaults` is nbdev's `FilterDefaults` without the processors only Quarto reads, and with each
+`show_doc` cell (nbdev's `add_show_docs` adds one after every export cell that has none) rendered by
+nbdev's `show_doc` of the live object with `MystRenderer`: a directive of Sphinx's Python domain, so
+each function, class, method and constant has an anchor (`modelrecord.tables.Tables.where`) and a
+place in the search index, with its parameters' `fastcore.docments`. `SphinxLookup` is nbdev's
+`NbdevLookup` over the package's `_modidx`, linking names in backticks to those entries. Here too is
+what nbdev lacks: a widget's saved state as static outputs, nothing loaded from another host, a saved
+error refused. Cells are not executed: a page shows the saved outputs.
 """
-import ast, copy, functools, io, re, tokenize
+import ast, copy, functools, html, importlib, inspect, io, json, pydoc, re, textwrap, tokenize
 
 import nbformat
+from execnb.nbio import dict2nb, mk_cell, nb2dict
+from fastcore.docments import ShowDocRenderer, docments
+from nbdev.config import get_config
+from nbdev.doclinks import NbdevLookup
+from nbdev.process import Processor
+from nbdev.processors import (FilterDefaults, FrontmatterProc, add_fold, add_links, clean_show_doc, exec_show_docs,
+                              insert_warning)
+from nbdev.showdoc import show_doc
 
+_MEMBER = (property, functools.cached_property, classmethod, staticmethod)  # what a class shows besides its functions
 WIDGET_VIEW, WIDGET_STATE = "application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json"
 
-
-# ---------------------------------------------------------------------------------------------
-# Directives
-
-_DIRECTIVE = re.compile(r"^\s*#\s*\|\s*(.*?)\s*$")
-
-
-def split_directives(source: str) -> tuple[dict, str]:
-    "`({directive: [args]}, source without them)` for the leading `#| ...` lines of a code cell."
-    lines, directives = source.splitlines(), {}
-    i = 0
-    while i < len(lines) and (lines[i].strip() == "" or _DIRECTIVE.match(lines[i])):
-        if lines[i].strip():
-            words = _DIRECTIVE.match(lines[i])[1].split()
-            if words: directives[words[0].rstrip(":").lower()] = words[1:]
-        i += 1
-    return directives, "\n".join(lines[i:])
-
-
-def _false(directives, name) -> bool:
-    return name in directives and (directives[name] or ["true"])[0].lower() == "false"
-
-
-def _true(directives, name) -> bool:
-    return name in directives and (directives[name] or ["true"])[0].lower() == "true"
-
-
-# ---------------------------------------------------------------------------------------------
-# API entries, read from an export cell's source
-
-def _comments(src: str) -> dict:
-    "Line number (1-based) -> the text of the comment that ends that line."
-    found = {}
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(src).readline):
-            if tok.type == tokenize.COMMENT: found[tok.start[0]] = tok.string.lstrip("#").strip()
-    except (tokenize.TokenError, IndentationError, SyntaxError): pass
-    return found
-
-
-@functools.lru_cache(maxsize=64)
-def _lines(src: str) -> list:
-    return src.splitlines(True)
-
-
-def _seg(src, node) -> str:
-    "The source of `node` as the author wrote it, on one line (as `ast.get_source_segment`, without splitting `src` each time)."
-    lines = _lines(src)
-    try:
-        first, last = lines[node.lineno - 1].encode(), lines[node.end_lineno - 1].encode()
-        if node.lineno == node.end_lineno: text = first[node.col_offset:node.end_col_offset].decode()
-        else:
-            middle = "".join(lines[node.lineno:node.end_lineno - 1])
-            text = first[node.col_offset:].decode() + middle + last[:node.end_col_offset].decode()
-    except (AttributeError, IndexError, TypeError, UnicodeDecodeError): text = ast.unparse(node)
-    return " ".join(text.split()) if "\n" in text else text
-
-
-def _decorator(node) -> str:
-    return ast.unparse(node.func if isinstance(node, ast.Call) else node)
-
-
-def _targets(node) -> list:
-    targets = [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else node.targets
-    return [t for target in targets for t in getattr(target, "elts", [target]) if isinstance(t, ast.Name)]
-
-
-def public_names(tree: ast.Module) -> list:
-    "The names nbdev's `make_all` puts in `__all__` for these statements: not `_`-prefixed, or listed in `_all_`."
-    names, listed = [], []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if not any(_decorator(d).startswith("patch") for d in node.decorator_list): names.append(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            for t in _targets(node):
-                if t.id == "_all_" and isinstance(node.value, (ast.List, ast.Tuple)):
-                    listed += [getattr(e, "value", getattr(e, "id", None)) for e in node.value.elts]
-                else: names.append(t.id)
-    names = [n for n in names if not n.startswith("_")] + [n for n in listed if isinstance(n, str) and n]
-    return list(dict.fromkeys(names))
-
-
-def _params(src, comments, args: ast.arguments, skip_first=False) -> list:
-    "`[(text, name, comment)]` for each parameter of a def (and the bare `*` and `/` markers)."
-    marks = []
-    positional = args.posonlyargs + args.args
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    for a, d in zip(positional, defaults): marks.append((a, d, ""))
-    if args.posonlyargs: marks.insert(len(args.posonlyargs), (None, None, "/"))
-    if skip_first and positional: marks = [m for m in marks if m[0] is not positional[0]]
-    if args.vararg: marks.append((args.vararg, None, "*"))
-    elif args.kwonlyargs: marks.append((None, None, "*"))
-    marks += [(a, d, "") for a, d in zip(args.kwonlyargs, args.kw_defaults)]
-    if args.kwarg: marks.append((args.kwarg, None, "**"))
-    last_on_line = {(d or a).end_lineno: a.arg for a, d, _ in marks if a is not None}
-    rows = []
-    for a, d, star in marks:
-        if a is None: rows.append((star, None, "")); continue
-        ann = _seg(src, a.annotation) if a.annotation is not None else None
-        default = _seg(src, d) if d is not None else None
-        text = star + a.arg + (f": {ann}" if ann else "") + ((" = " if ann else "=") + default if default else "")
-        end = (d or a).end_lineno  # a comment documents the last parameter of its line (docments)
-        rows.append((text, a.arg, comments.get(end, "") if last_on_line.get(end) == a.arg else ""))
-    return rows
-
-
-class Entry:
-    "One API entry: a Python-domain directive with a signature, a docstring, documented parameters and fields."
-    def __init__(self, directive, name, signature="", doc="", params=(), fields=(), options=(), children=(), bases=()):
-        self.directive, self.name, self.signature, self.doc = directive, name, signature, doc
-        self.params, self.fields, self.options = list(params), list(fields), list(options)
-        self.children, self.bases = list(children), list(bases)
-
-
-def _def_entry(src, comments, node, owner=None) -> Entry:
-    decorators = {_decorator(d) for d in node.decorator_list}
-    method = owner is not None
-    params = _params(src, comments, node.args, skip_first=method and "staticmethod" not in decorators)
-    returns = _seg(src, node.returns) if node.returns is not None else ""
-    options = [":async:"] if isinstance(node, ast.AsyncFunctionDef) else []
-    if method and decorators & {"property", "cached_property", "functools.cached_property"}:
-        return Entry("py:property", node.name, doc=ast.get_docstring(node) or "",
-                     options=[f":type: {returns}"] if returns else [])
-    if "classmethod" in decorators: options.append(":classmethod:")
-    if "staticmethod" in decorators: options.append(":staticmethod:")
-    signature = f"({', '.join(p[0] for p in params)})" + (f" -> {returns}" if returns else "")
-    return Entry("py:method" if method else "py:function", node.name, signature, ast.get_docstring(node) or "",
-                 [(n, c) for _, n, c in params if n and c], options=options)
-
-
-def _class_entry(src, comments, node) -> Entry:
-    bases = [_seg(src, b) for b in node.bases if not _seg(src, b).split(".")[-1].startswith("_")]
-    fields, init, children = [], None, []
-    for item in node.body:
-        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and not item.target.id.startswith("_"):
-            default = _seg(src, item.value) if item.value is not None else ""
-            fields.append((item.target.id, _seg(src, item.annotation), default, comments.get(item.end_lineno, "")))
-        elif isinstance(item, ast.FunctionDef) and item.name == "__init__": init = item
-        elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_"):
-            children.append(_def_entry(src, comments, item, owner=node.name))
-    params = _params(src, comments, init.args, skip_first=True) if init else []
-    signature = f"({', '.join(p[0] for p in params)})" if init else ""
-    return Entry("py:class", node.name, signature, ast.get_docstring(node) or "",
-                 [(n, c) for _, n, c in params if n and c], fields, children=children, bases=bases)
-
-
-def cell_entries(src: str) -> list:
-    """What documents an export cell, in source order: an `Entry` per public function, class or
-    patched method, and `("code", names, text)` for consecutive public assignments (shown as written)."""
-    return copy.deepcopy(_cell_entries(src))  # a copy: a caller may drop an entry's children
-
-
-@functools.lru_cache(maxsize=1024)
-def _cell_entries(src: str) -> list:
-    tree = ast.parse(src)
-    comments, lines, public = _comments(src), src.splitlines(), set(public_names(tree))
-    out = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            patched = any(_decorator(d).startswith("patch") for d in node.decorator_list)
-            owner = _seg(src, node.args.args[0].annotation) if node.args.args and node.args.args[0].annotation else ""
-            if patched and owner and not owner.strip("'\"").startswith("_") and not node.name.startswith("_"):
-                entry = _def_entry(src, comments, node, owner=owner)
-                entry.name, entry.directive = f"{owner}.{node.name}", entry.directive.replace("py:method", "py:function")
-                out.append(entry)
-            elif node.name in public: out.append(_def_entry(src, comments, node))
-        elif isinstance(node, ast.ClassDef) and node.name in public:
-            out.append(_class_entry(src, comments, node))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            names = [t.id for t in _targets(node) if t.id in public]
-            if not names: continue
-            text = "\n".join(lines[node.lineno - 1:node.end_lineno])
-            if out and isinstance(out[-1], tuple): out[-1] = ("code", out[-1][1] + names, out[-1][2] + "\n" + text)
-            else: out.append(("code", names, text))
-    return out
-
-
-def _cell(text: str) -> str:
-    "Escape `text` for a cell of a markdown table."
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _code(text: str) -> str:
-    "`text` as inline code (a longer run of backticks when it holds one)."
-    fence = "``" if "`" in text else "`"
-    return f"{fence}{' ' if fence == '``' else ''}{text}{' ' if fence == '``' else ''}{fence}"
-
-
-def entry_markdown(entry: Entry, module: str, linker=None, depth: int = 0, no_index: bool = False) -> str:
-    """MyST markdown for an API entry (the Python domain gives it an anchor, an index entry and a search entry;
-    `no_index` for a second showing of an entry documented on another page)."""
-    link = linker or (lambda s: s)
-    opts = ([f":module: {module}"] if depth == 0 else []) + entry.options + ([":no-index:"] if no_index else [])
-    body = []
-    if entry.bases: body.append("Bases: " + ", ".join(link(_code(b)) for b in entry.bases))
-    if entry.doc: body.append(link(entry.doc))
-    if entry.params: body.append("\n".join(f":param {n}: {link(c)}" for n, c in entry.params))
-    if entry.fields:  # a column only when some field has something in it
-        columns = [("field", 0, True), ("type", 1, True), ("default", 2, any(f[2] for f in entry.fields)),
-                   ("", 3, any(f[3] for f in entry.fields))]
-        shown = [(head, i) for head, i, keep in columns if keep]
-        cells = lambda f: [_code(f[0]), link(_code(f[1])), _code(f[2]) if f[2] else "", link(f[3])]
-        rows = ["| " + " | ".join(h for h, _ in shown) + " |", "|" + "---|" * len(shown)]
-        rows += ["| " + " | ".join(_cell(cells(f)[i]) for _, i in shown) + " |" for f in entry.fields]
-        body.append("\n".join(rows))
-    for child in entry.children: body.append(entry_markdown(child, module, linker, depth + 1, no_index))
-    text = "\n\n".join(body)
-    fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`{3,}", text)])  # longer than any fence inside
-    head = f"{fence}{{{entry.directive}}} {entry.name}{entry.signature}"
-    return "\n".join([head] + opts + ["", text, fence])
-
-
-def constants_markdown(names: list, text: str, module: str, show_code: bool = True) -> str:
-    "The source of public assignments, with an index entry and anchor for each name they define."
-    targets = "\n".join(f"```{{py:data}} {n}\n:module: {module}\n:no-typesetting:\n```" for n in names)
-    if not show_code: return targets
-    fence = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`{3,}", text)])
-    return f"{targets}\n\n{fence}python\n{text}\n{fence}".lstrip("\n")
-
-
-# ---------------------------------------------------------------------------------------------
-# Widgets: what a saved ipywidgets view shows, without a kernel
-
-def _widget_outputs(model_id: str, state: dict, seen=None) -> list:
-    "The static outputs that stand for the widget `model_id` (and its children) in the saved state."
-    seen = set() if seen is None else seen
-    if model_id in seen or model_id not in state: return []
-    seen.add(model_id)
-    model = state[model_id]
-    name, st = model.get("model_name", ""), model.get("state", {})
-    if name == "OutputModel": return [copy.deepcopy(o) for o in st.get("outputs", [])]
-    children = [c[len("IPY_MODEL_"):] for c in st.get("children", []) if isinstance(c, str) and c.startswith("IPY_MODEL_")]
-    if children: return [o for c in children for o in _widget_outputs(c, state, seen)]
-    if name in ("HTMLModel", "HTMLMathModel") and st.get("value"):
-        return [nbformat.v4.new_output("display_data", {"text/html": st["value"]})]
-    if name in ("LabelModel",) and st.get("value"):
-        return [nbformat.v4.new_output("display_data", {"text/plain": st["value"]})]
-    if "Progress" in name: return []  # how far a load had gone when the notebook was saved: not worth a line
-    labels = st.get("_options_labels")
-    if labels is not None and "index" in st:  # a choice among options: its state holds the chosen index
-        index = st["index"]
-        chosen = [labels[i] for i in (index if isinstance(index, list) else [index]) if isinstance(i, int) and 0 <= i < len(labels)]
-        value = ", ".join(map(str, chosen))
-    elif "value" in st and not isinstance(st["value"], (dict, list)): value = st["value"]
-    else: return []
-    if value in ("", None): return []
-    label = st.get("description") or name.replace("Model", "")
-    html = f'<p class="widget-control"><span>{_esc(str(label))}</span> <code>{_esc(str(value))}</code></p>'
-    return [nbformat.v4.new_output("display_data", {"text/html": html})]
-
-
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-
-WIDGET_NOTE = ('<p class="widget-note">An interactive widget, shown as it was saved: '
-               'run the notebook in Jupyter to use it.</p>')
-
-
-def replace_widgets(cell, state: dict):
-    "Replace each widget view among the outputs of `cell` by the outputs its saved state holds."
-    outputs = []
-    for out in cell.get("outputs", []):
-        data = out.get("data", {})
-        if WIDGET_VIEW not in data: outputs.append(out); continue
-        shown = _widget_outputs(data[WIDGET_VIEW].get("model_id", ""), state)
-        if not shown and data.get("text/html"):  # no saved state, but the widget said how it reads without a kernel
-            shown = [nbformat.v4.new_output("display_data", {"text/html": data["text/html"]})]
-        if not shown and data.get("text/plain"): shown = [nbformat.v4.new_output("display_data", {"text/plain": data["text/plain"]})]
-        outputs += shown + [nbformat.v4.new_output("display_data", {"text/html": WIDGET_NOTE})]
-    cell["outputs"] = outputs
-
-
-# ---------------------------------------------------------------------------------------------
-# Outputs that would reach for the internet or run code on the page
-
-_EXTERNAL = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//[^>]*>\s*</script>|"""
-                       r"""<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//[^>]*>""", re.I)
-
-
-def clean_outputs(cell):
-    "Drop JavaScript outputs and external scripts and styles from HTML outputs."
-    for out in cell.get("outputs", []):
-        data = out.get("data")
-        if not data: continue
-        data.pop("application/javascript", None)
-        if "text/html" in data:
-            html = "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
-            data["text/html"] = _EXTERNAL.sub("", html)
-        if not data: out["data"] = {"text/plain": ""}
-
-
-# ---------------------------------------------------------------------------------------------
-# Notebooks
 
 class NotebookError(Exception):
     "A notebook that cannot be published: which one, which cell and why."
 
 
-def notebook_title(nb) -> tuple[str, str]:
-    "The `# Title` and `> summary` of a notebook's first markdown cell."
-    for cell in nb.cells:
-        if cell.cell_type != "markdown": continue
-        title = re.search(r"^#\s+(.+?)\s*$", cell.source, re.M)
-        summary = re.search(r"^>\s*(.+?)\s*$", cell.source, re.M)
-        return (title[1] if title else ""), (summary[1] if summary else "")
-    return "", ""
+def _public(module: str) -> list:
+    "`module.name` for each name of the module's `__all__`, and `module.Class.member` for the public methods and"
+    " properties of the classes it defines, however they were attached."
+    mod = importlib.import_module(module)
+    return [f"{module}.{n}" for n in mod.__all__] + [
+        f"{module}.{n}.{m}" for n in mod.__all__ if inspect.isclass(c := getattr(mod, n)) and c.__module__ == module
+        for m, v in vars(c).items() if not m.startswith("_") and (inspect.isfunction(v) or isinstance(v, _MEMBER))]
 
 
-def default_exp(nb) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            directives, _ = split_directives(cell.source)
-            if "default_exp" in directives and directives["default_exp"]: return directives["default_exp"][0]
-    return ""
+class SphinxLookup(NbdevLookup):
+    """nbdev's lookup of a name in backticks over the package's public names, as a Sphinx link. On the page of
+    `module` its own names come first, and its classes' members answer to their short names too."""
+    def __init__(self, module: str = ""):
+        lib, self.aliases, self.syms = get_config().lib_name, {}, {}
+        for mod in sorted(importlib.import_module(f"{lib}._modidx").d["syms"], key=lambda m: m != module):
+            for full in _public(mod):
+                short = full[len(mod) + 1:]
+                for key in (short, full[len(lib) + 1:], full) + ((short.split(".")[-1],) if mod == module else ()):
+                    self.syms.setdefault(key, full)
+
+    def _link_sym(self, m):
+        full, before = self[m[1]], m.string[max(m.start() - 1, 0):m.start()]
+        if full is None or before in ("[", "`", "}"): return m[0]  # a link's text, or a role already
+        return f"{{py:obj}}`{m[1]}{'()' if m[0].endswith('()`') else ''} <{full}>`"
+
+    def linkify(self, md): return super().linkify(md) if md else md
 
 
-def _exported(nb, lib_name: str):
-    "`(module, item)` for each item (`Entry` or constants) of the export cells of `nb`."
-    module = f"{lib_name}.{default_exp(nb)}"
-    for cell in nb.cells:
-        if cell.cell_type != "code": continue
-        directives, src = split_directives(_join(cell.source))
-        if not directives.keys() & {"export", "exports"} or "hide" in directives: continue
-        mod = f"{lib_name}.{directives['export'][0]}" if directives.get("export") else module
-        try: items = cell_entries(src)
-        except SyntaxError: continue
-        for item in items: yield mod, item
+class _Text(str):
+    __repr__ = str.__str__  # written as it is in a signature, without quotes
 
 
-def _entries(nb, lib_name: str) -> dict:
-    "Name (and `Class.method`) -> `(entry, module, class entry or None)` for the export cells of `nb`."
-    found = {}
-    for mod, item in _exported(nb, lib_name):
-        if isinstance(item, tuple): continue
-        found.setdefault(item.name, (item, mod, None))
-        for child in item.children: found.setdefault(f"{item.name}.{child.name}", (child, mod, item))
-    return found
+def _signature(sym, method: bool) -> str:
+    "The live signature, annotations as a reader writes them: `list[Shard]`, not `list[modelrecord.reader.Shard]`."
+    try: sig = inspect.signature(sym)
+    except (TypeError, ValueError): return ""
+    def short(a):
+        if a is sig.empty: return a
+        text = a if isinstance(a, str) else inspect.formatannotation(a)  # a str: a forward reference, shown unquoted
+        return _Text(re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", text))
+    shown = lambda d: d if d is sig.empty else _Text(getattr(d, "__name__", None) or repr(d))  # a function by its name
+    params = [p.replace(annotation=short(p.annotation), default=shown(p.default))
+              for p in list(sig.parameters.values())[method and next(iter(sig.parameters), "") in ("self", "cls"):]]
+    return str(sig.replace(parameters=params, return_annotation=short(sig.return_annotation)))
 
 
-def api_index(notebooks: list, lib_name: str) -> dict:
-    "Public name (and `Class.method`) -> `(full name, python-domain role, entry, module)` over all the notebooks."
-    names = {}
-    for nb in notebooks:
-        for mod, item in _exported(nb, lib_name):
-            if isinstance(item, tuple):
-                for n in item[1]: names.setdefault(n, (f"{mod}.{n}", "py:data", None, mod))
-                continue
-            role = {"py:class": "py:class", "py:function": "py:func"}.get(item.directive, "py:obj")
-            names.setdefault(item.name, (f"{mod}.{item.name}", role, item, mod))
-            for child in item.children:
-                names.setdefault(f"{item.name}.{child.name}", (f"{mod}.{item.name}.{child.name}", "py:obj", child, mod))
-    return names
+def class_fields(cls) -> list:
+    "`(name, annotation, default, comment)` as written, for the annotated fields in the body of `cls` (a `Struct`'s)."
+    try: src = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError): return []
+    comments = {t.start[0]: t.string.lstrip("#").strip() for t in tokenize.generate_tokens(io.StringIO(src).readline)
+                if t.type == tokenize.COMMENT}
+    seg = lambda node: " ".join((ast.get_source_segment(src, node) or "").split()) if node else ""
+    return [(n.target.id, seg(n.annotation), seg(n.value), comments.get(n.end_lineno, ""))
+            for n in ast.parse(src).body[0].body
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and not n.target.id.startswith("_")]
 
 
-def make_linker(names: dict):
-    "A function that links `name` in backticks (outside code blocks) to its API entry."
-    pattern = re.compile(r"(?<![`\w\[])`([A-Za-z_][\w.]*)(\(\))?`(?![`\w]|\]\()")  # not inside a link's text
-
-    def link_span(text):
-        def sub(m):
-            name = m[1]
-            if name not in names: return m[0]
-            full, role = names[name][:2]
-            return f"{{{role}}}`{name}{m[2] or ''} <{full}>`"
-        return pattern.sub(sub, text)
-
-    def link(text: str) -> str:
-        parts = re.split(r"(^```.*?^```[ \t]*$|^~~~.*?^~~~[ \t]*$)", text, flags=re.M | re.S)
-        return "".join(p if i % 2 else link_span(p) for i, p in enumerate(parts))
-    return link
+def _fence(text: str) -> str: return "`" * max([3] + [len(run) + 1 for run in re.findall(r"`{3,}", text)])
+def _cell(text: str) -> str: return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _join(source) -> str:
-    return "".join(source) if isinstance(source, list) else source
+class MystRenderer(ShowDocRenderer):
+    """A `show_doc` renderer writing a MyST directive of Sphinx's Python domain: the live object's signature,
+    docstring and parameters' docments; a class's fields (as written) and public methods not shown by their own cell."""
+    def __init__(self, sym, name=None, title_level=3, module="", owner=None, skip=(), index=True, link=str):
+        self.raw = inspect.getattr_static(owner, name) if owner is not None else sym
+        super().__init__(sym, name=name, title_level=title_level)
+        self.module, self.owner, self.skip, self.index, self.link = module, owner, skip, index, link
+
+    def _repr_markdown_(self):
+        cls, raw, sym = inspect.isclass(self.sym), self.raw, self.sym
+        kind = ("py:class" if cls else "py:property" if isinstance(raw, (property, functools.cached_property))
+                else "py:method" if self.owner is not None or "." in self.nm else "py:function")
+        opts = [f":module: {self.module}"] * (self.owner is None) + [":no-index:"] * (not self.index)
+        opts += [":classmethod:"] * isinstance(raw, classmethod) + [":staticmethod:"] * isinstance(raw, staticmethod)
+        init = not cls or "__init__" in vars(sym)  # a Struct's fields are its parameters: shown as a table instead
+        sig = _signature(sym, kind == "py:method") if init and kind != "py:property" else ""
+        body = [self.link(self.docs) if sym.__doc__ else ""]
+        params = [f":param {k}: {self.link(v)}" for k, v in docments(sym).items() if v and k != "return"] * init
+        body.append("\n".join(params))
+        fields = class_fields(sym) if cls else []
+        if fields:
+            body.append("\n".join(["| field | type | default | |", "|---|---|---|---|"] + [
+                "| " + " | ".join(_cell(x) for x in (f"`{n}`", f"`{a}`", f"`{d}`" if d else "", self.link(c))) + " |"
+                for n, a, d, c in fields]))
+        body += [MystRenderer(getattr(sym, m), m, owner=sym, index=self.index, link=self.link)._repr_markdown_()
+                 for m, v in vars(sym).items() if cls and not m.startswith("_") and f"{self.nm}.{m}" not in self.skip
+                 and (inspect.isfunction(v) or isinstance(v, _MEMBER))]
+        text = "\n\n".join(b for b in body if b)
+        return "\n".join([f"{_fence(text)}{{{kind}}} {self.nm}{sig}"] + opts + ["", text, _fence(text)])
 
 
-_SHOW_DOC = re.compile(r"^show_doc\(\s*([\w.]+)\s*[,)]")
+def _show_doc_calls(cell) -> list:
+    "The `show_doc(...)` calls of a cell that holds nothing else (None for any other cell)."
+    trees = cell.parsed_() if cell.cell_type == "code" else None
+    calls = [t.value for t in trees or [] if isinstance(t, ast.Expr) and isinstance(t.value, ast.Call)
+             and getattr(t.value.func, "id", "") == "show_doc" and t.value.args]
+    return calls if trees and len(calls) == len(trees) else None
 
 
-def show_doc_names(src: str):
-    "The names a cell of only `show_doc(name)` calls shows (None for any other cell)."
-    lines = [l.strip() for l in src.splitlines() if l.strip() and not l.strip().startswith("#")]
-    if not lines or not all(_SHOW_DOC.match(l) for l in lines): return None
-    return [_SHOW_DOC.match(l)[1] for l in lines]
+def _module(nb) -> str:
+    "The module the notebook exports to (`#| default_exp`), remembered before nbdev's `rm_export` drops that cell."
+    if "module_" not in nb:
+        found = (re.search(r"^\s*#\|\s*default_exp\s+(\S+)", c.source, re.M) for c in nb.cells if c.cell_type == "code")
+        nb["module_"] = next((f"{get_config().lib_name}.{m[1]}" for m in found if m), "")
+    return nb["module_"]
 
 
-def _show_doc_cells(names: list, local: dict, index: dict, link) -> list:
-    "Markdown cells that show the entries of `names` where a `show_doc` cell asks for them (as nbdev does)."
-    cells = []
-    for name in names:
-        if name in local:
-            entry, mod, owner = local[name]
-            if owner is not None:  # a method or property, shown on its own: named with its class
-                entry = copy.copy(entry)
-                entry.name = f"{owner.name}.{entry.name}"
-            cells.append(nbformat.v4.new_markdown_cell(entry_markdown(entry, mod, link)))
-        elif index.get(name) and index[name][2] is not None:  # documented in another chapter: shown again, not indexed
-            cells.append(nbformat.v4.new_markdown_cell(entry_markdown(index[name][2], index[name][3], link, no_index=True)))
-    return cells
+class render_show_docs(Processor):
+    "Each `show_doc` cell as MyST entries of the live objects it names (where nbdev would execute it), indexed on the"
+    " page of their module."
+    def begin(self):
+        self.module, self.indexed = _module(self.nb), set()
+        self.lookup = SphinxLookup(self.module)
+        self.ns = dict(vars(importlib.import_module(self.module))) if self.module else {}
+        self.shown = {ast.unparse(c.args[0]) for cell in self.nb.cells for c in _show_doc_calls(cell) or []}
+
+    def _resolve(self, text: str):
+        try: return eval(text, self.ns)
+        except (NameError, AttributeError):
+            found = self.lookup[text] and pydoc.locate(self.lookup[text])
+            if found is None: raise NotebookError(f"show_doc({text}): the package has no public {text}") from None
+            return found
+
+    def cell(self, cell):
+        if (calls := _show_doc_calls(cell)) is None: return
+        entries = []
+        for text in (ast.unparse(call.args[0]) for call in calls):
+            module = self._resolve(text.split(".")[0]).__module__
+            renderer = functools.partial(MystRenderer, module=module, skip=self.shown, link=self.lookup.linkify,
+                                         index=module == self.module and f"{module}.{text}" not in self.indexed)
+            self.indexed.add(f"{module}.{text}")
+            entries.append(show_doc(self._resolve(text), renderer=renderer, name=text)._repr_markdown_())
+        cell.update(cell_type="markdown", source="\n\n".join(entries), metadata={})
+        for key in ("outputs", "execution_count"): cell.pop(key, None)
 
 
-def process(nb, lib_name: str, linker=None, name: str = "notebook", index: dict = None) -> nbformat.NotebookNode:
-    """A copy of `nb` ready to be rendered: directives honoured, export cells replaced by API
-    entries, widgets replaced by their saved views. Raises `NotebookError` for an error output.
-
-    A name shown by an explicit `show_doc(name)` cell has its entry there instead of after its
-    export cell; `index` (from `api_index`) finds the entries of names exported by other notebooks."""
-    nb = copy.deepcopy(nb)
-    link = linker or (lambda s: s)
-    module = f"{lib_name}.{default_exp(nb)}"
-    widget_state = (nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}) or {}).get("state", {})
-    local, shown, documented = _entries(nb, lib_name), set(), set()
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            directives, src = split_directives(_join(cell.source))
-            if "hide" not in directives and not _false(directives, "include"): shown.update(show_doc_names(src) or [])
-    cells = []
-    for number, cell in enumerate(nb.cells):
-        cell.source = _join(cell.source)
-        if cell.cell_type == "markdown":
-            if cell.source.strip(): cell.source = link(cell.source); cells.append(cell)
-            continue
-        if cell.cell_type != "code": continue
-        directives, src = split_directives(cell.source)
-        if "hide" in directives or _false(directives, "include") or "default_exp" in directives or "exporti" in directives:
-            continue
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and "raises-exception" not in cell.metadata.get("tags", []) \
-                    and not _true(directives, "error"):
-                raise NotebookError(f"{name}: cell {number} saved an error ({out.get('ename')}: {out.get('evalue')}):"
-                                    f" the notebook must execute cleanly\n{src}")
-        if "export" in directives or "exports" in directives:
-            mod = f"{lib_name}.{directives['export'][0]}" if directives.get("export") else module
-            try: items = cell_entries(src)
-            except SyntaxError as e: raise NotebookError(f"{name}: cell {number} does not parse: {e}") from e
-            if "exports" in directives: cells.append(nbformat.v4.new_code_cell(src))
-            for item in items:
-                if isinstance(item, tuple):
-                    fresh = [n for n in item[1] if (mod, n) not in documented]
-                    documented.update((mod, n) for n in fresh)
-                    md = constants_markdown(fresh, item[2], mod, show_code="exports" not in directives)  # else shown above
-                elif item.name in shown: continue  # its show_doc cell shows it
-                else:
-                    item.children = [c for c in item.children if f"{item.name}.{c.name}" not in shown]
-                    md = entry_markdown(item, mod, link, no_index=(mod, item.name) in documented)  # redefined: one index entry
-                    documented.add((mod, item.name))
-                if md.strip(): cells.append(nbformat.v4.new_markdown_cell(md))
-            continue
-        names = show_doc_names(src)
-        if names is not None:
-            made = _show_doc_cells(names, local, index or {}, link)
-            if made: cells += made; continue
-            if not cell.get("outputs"): continue  # not found: nbdev's saved rendering, if there is one
-            cell.metadata.setdefault("tags", []).append("remove-input")
-        if "hide_line" in src: src = "\n".join(l for l in src.splitlines() if not re.search(r"#\s*\|\s*hide_line\s*$", l))
-        if "filter_stream" in directives:
-            words = directives["filter_stream"]
-            for out in cell.get("outputs", []):
-                if out.get("output_type") == "stream":
-                    text = _join(out.get("text", ""))
-                    out["text"] = "".join(l for l in text.splitlines(True) if not any(w in l for w in words))
-        if _false(directives, "output"): cell.outputs = []
-        replace_widgets(cell, widget_state)
-        clean_outputs(cell)
-        cell.source = src
-        if _false(directives, "echo"):
-            cell.metadata.setdefault("tags", []).append("remove-input")
-            if not cell.get("outputs"): continue
-        cell.metadata = {k: v for k, v in cell.metadata.items() if k == "tags"}
-        cells.append(cell)
-    nb.cells = cells
-    nb.metadata.pop("widgets", None)
-    nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
-    nb.metadata.setdefault("language_info", {"name": "python"})
-    return nb
+class export_constants(Processor):
+    "The public assignments of each export cell (which nbdev drops from the page), with a `py:data` anchor each."
+    def begin(self):
+        for cell in reversed([c for c in self.nb.cells if c.cell_type == "code" and "export" in c.directives_]):
+            module, lines, anchors, code = _module(self.nb), cell.source.splitlines(), [], []
+            if cell.directives_["export"]: module = f"{get_config().lib_name}.{cell.directives_['export'][0]}"
+            for node in cell.parsed_() or []:
+                targets = getattr(node, "targets", [getattr(node, "target", None)])
+                targets = [t for n in targets for t in getattr(n, "elts", [n])]
+                names = [t.id for t in targets if isinstance(t, ast.Name) and not t.id.startswith("_")]
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and names:
+                    anchors += [f"```{{py:data}} {n}\n:module: {module}\n:no-typesetting:\n```" for n in names]
+                    code += lines[node.lineno - 1:node.end_lineno]
+            fence = _fence(cell.source)
+            if code:
+                source = "\n".join(anchors + [fence + "python"] + code + [fence])
+                self.nb.cells.insert(cell.idx_ + 1, mk_cell(source, "markdown"))
 
 
-# ---------------------------------------------------------------------------------------------
-# README
+class add_sphinx_links(Processor):
+    "Names in backticks in the prose linked to their entries (nbdev's `add_links`, for Sphinx)."
+    def begin(self): self.link = SphinxLookup(_module(self.nb)).linkify
+    def cell(self, cell):
+        if cell.cell_type == "markdown" and not cell.source.startswith("```{py:"): cell.source = self.link(cell.source)
 
-def _text(out) -> str:
-    return _join(out.get("text", "")) if out.get("output_type") == "stream" else _join(out.get("data", {}).get("text/plain", ""))
+
+def _widget_outputs(model_id: str, state: dict, seen: set) -> list:
+    "The static outputs that stand for the widget `model_id` (and its children) in the saved state."
+    if model_id in seen or model_id not in state: return []
+    seen.add(model_id)
+    name, st = state[model_id].get("model_name", ""), state[model_id].get("state", {})
+    if name == "OutputModel": return copy.deepcopy(st.get("outputs", []))
+    children = [c[len("IPY_MODEL_"):] for c in st.get("children", []) if str(c).startswith("IPY_MODEL_")]
+    if children: return [o for c in children for o in _widget_outputs(c, state, seen)]
+    if name in ("HTMLModel", "HTMLMathModel") and st.get("value"): return [_html(st["value"])]
+    labels, index, value = st.get("_options_labels"), st.get("index"), st.get("value")
+    if labels is not None and index is not None:  # a choice among options: its state holds the chosen index
+        chosen = index if isinstance(index, list) else [index]
+        value = ", ".join(str(labels[i]) for i in chosen if 0 <= i < len(labels))
+    if value in ("", None) or "Progress" in name or isinstance(value, (dict, list)): return []
+    label = html.escape(str(st.get("description") or name.replace("Model", "")))
+    return [_html(f'<p class="widget-control"><span>{label}</span> <code>{html.escape(str(value))}</code></p>')]
 
 
-def readme_markdown(nb, source: str = "nbs/index.ipynb") -> str:
-    "GitHub markdown for the processed index notebook: prose, code and text or HTML outputs (no images)."
-    parts = [f"<!-- Generated from {source} by tools/build_docs.py: edit the notebook, not this file. -->"]
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            parts.append(re.sub(r"\{py:\w+\}`([^`<]+?)(?: <[^`]+>)?`", r"`\1`", cell.source).strip()); continue
-        if cell.cell_type != "code": continue
-        if "remove-input" not in cell.metadata.get("tags", []) and cell.source.strip():
-            parts.append(f"```python\n{cell.source.strip()}\n```")
+def _html(text: str): return nbformat.v4.new_output("display_data", {"text/html": text})
+
+
+WIDGET_NOTE = ('<p class="widget-note">An interactive widget, shown as it was saved: '
+               'run the notebook in Jupyter to use it.</p>')
+_EXTERNAL = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//[^>]*>\s*</script>|"""
+                       r"""<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//[^>]*>""", re.I)
+
+
+class static_outputs(Processor):
+    "A saved error refused; a widget view replaced by what its saved state shows; JavaScript, and scripts or styles"
+    " from another host, dropped."
+    def begin(self): self.state = ((self.nb.metadata.get("widgets") or {}).get(WIDGET_STATE) or {}).get("state", {})
+    def end(self): self.nb.metadata.pop("widgets", None)
+
+    def cell(self, cell):
+        outputs = []
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if "text/markdown" in data: parts.append(_join(data["text/markdown"]).strip())
-            elif "text/html" in data and not any(k.startswith("image/") for k in data): parts.append(_join(data["text/html"]).strip())
-            elif any(k.startswith("image/") for k in data): continue
-            elif _text(out).strip(): parts.append(f"```\n{_text(out).rstrip()}\n```")
-    return "\n\n".join(p for p in parts if p) + "\n"
+            if out.get("output_type") == "error" and "raises-exception" not in cell.metadata.get("tags", []):
+                raise NotebookError(f"cell {cell.idx_} saved an error ({out.get('ename')}: {out.get('evalue')}): "
+                                    f"the notebook must execute cleanly\n{cell.source}")
+            if WIDGET_VIEW in data:
+                shown = _widget_outputs(data[WIDGET_VIEW].get("model_id", ""), self.state, set())
+                if not shown and data.get("text/html"):  # no saved state, but the widget said how it reads without a kernel
+                    shown = [_html(_EXTERNAL.sub("", "".join(data["text/html"])))]
+                text = "" if shown else "".join(data.get("text/plain", ""))
+                outputs += shown + [nbformat.v4.new_output("display_data", {"text/plain": text})] * bool(text)
+                outputs.append(_html(WIDGET_NOTE)); continue
+            data.pop("application/javascript", None)
+            if "text/html" in data: data["text/html"] = _EXTERNAL.sub("", "".join(data["text/html"]))
+            outputs.append(out)
+        if "outputs" in cell: cell["outputs"] = outputs
+
+
+class SphinxDefaults(FilterDefaults):
+    "nbdev's processors for the docs, less Quarto's, with `show_doc` rendered for Sphinx instead of executed."
+    quarto_only = (FrontmatterProc, insert_warning, clean_show_doc, add_links, add_fold)
+
+    def base_procs(self):
+        procs = [p for p in super().base_procs() if p not in self.quarto_only]
+        at = procs.index(exec_show_docs)
+        procs[at:at + 1] = [export_constants, render_show_docs]
+        return [static_outputs] + procs + [add_sphinx_links]
+
+
+def process(nb, name: str = "notebook") -> nbformat.NotebookNode:
+    "A copy of the `nbformat` notebook `nb` ready for MyST-NB, made by `SphinxDefaults` (or `NotebookError`)."
+    processed = dict2nb(copy.deepcopy(dict(nb)))
+    try: SphinxDefaults()(processed)
+    except NotebookError as e: raise NotebookError(f"{name}: {e}") from None
+    keep = ("id", "cell_type", "source", "metadata", "outputs", "execution_count")
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"}}
+    cells = [{k: v for k, v in c.items() if k in keep} for c in nb2dict(processed)["cells"]]
+    return nbformat.reads(json.dumps({**nb2dict(processed), "cells": cells, "metadata": meta}), as_version=4)

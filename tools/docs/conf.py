@@ -18,7 +18,7 @@ nb_ipywidgets_js = {}                        # no require.js or widget manager f
 nb_merge_streams = True
 nb_render_markdown_format = "myst"           # text/markdown outputs may hold API entries and links
 myst_heading_anchors = 3                     # [text](reader.ipynb#salvage) links to a heading, and is checked
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["colon_fence", "fieldlist"]   # fieldlist: the `:param x:` lines of an API entry
 # MathJax is loaded only by a page with math, from a CDN: check_site refuses such a page (no math here).
 # An annotation naming a class that two other modules define is left unlinked, not an error.
 suppress_warnings = ["mystnb.unknown_mime_type", "ref.python"]
