@@ -98,7 +98,7 @@ def in_browser(tree: Path, repeat: int) -> dict:
                 count = int((attempts.model == model).sum()) if model else len(attempts)
                 label = f"{count:,} attempt"
                 found["filter"].append(seconds(
-                    lambda: page.select_option(".mr-model select", value=model),
+                    lambda: page.select_option(".mr-model select", **({"value": model} if model else {"label": "all"})),
                     lambda: page.wait_for_function(
                         """([label, model]) => document.querySelector('.mr-grid-label').textContent.includes(label)
                            && (!model || document.querySelector('.mr-grid-view tbody tr td:nth-child(3)').textContent === model)""",
@@ -108,7 +108,7 @@ def in_browser(tree: Path, repeat: int) -> dict:
                 page.wait_for_selector(".mr-grid-view tbody tr", state="visible")
                 name = page.inner_text(f".mr-grid-view tbody tr:nth-child({row}) td:first-child")
                 found["row"].append(seconds(
-                    lambda: page.click(f".mr-grid-view tbody tr:nth-child({row}) td:first-child"),
+                    lambda: page.click(f".mr-grid-view tbody tr:nth-child({row}) td:first-child", no_wait_after=True, timeout=120_000),
                     lambda: page.wait_for_function(
                         "name => { const h = document.querySelector('.mr-conversation h3'); return h && h.textContent.includes(name); }",
                         arg=name, polling="raf", timeout=60_000)))
