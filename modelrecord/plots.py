@@ -5,9 +5,10 @@
 # %% auto #0
 __all__ = ['ENDING_COLOURS', 'TOKEN_COLOURS', 'COST_COLOURS', 'WIDTH', 'HEIGHT', 'ROW_INCHES', 'MAX_HEIGHT', 'NOTE_COLOUR',
            'BOX_COLOURS', 'NOT_MODEL_HATCH', 'NOTHING', 'UNPRICED', 'NOTE_CHAR_INCHES', 'LATENCY_PERCENTILES',
-           'VERDICT_COLOURS', 'CHANGE_COLOURS', 'PAIR_COLOURS', 'texts', 'legends', 'tokens_by_model', 'cost_by_model',
-           'endings_by_model', 'latency_by_model', 'cumulative_cost', 'verdicts_by_model', 'forest_plot', 'paired_plot',
-           'before_after_plot', 'cost_success_plot']
+           'VERDICT_COLOURS', 'CHANGE_COLOURS', 'PAIR_COLOURS', 'SCREEN_DPI', 'texts', 'legends', 'tokens_by_model',
+           'cost_by_model', 'endings_by_model', 'latency_by_model', 'cumulative_cost', 'verdicts_by_model',
+           'forest_plot', 'paired_plot', 'before_after_plot', 'cost_success_plot', 'png', 'png_width', 'png_html',
+           'use_screen_png']
 
 # %% ../nbs/10_plots.ipynb #4236360c
 import inspect
@@ -525,3 +526,44 @@ def cost_success_plot(spend: pd.DataFrame, # a `cost_success` table
                               fontsize=8, color=NOTE_COLOUR, parse_math=False)
     _legend(ax, "", (0.99, 0.1), "lower right")
     return fig
+
+# %% ../nbs/10_plots.ipynb #03494f02
+SCREEN_DPI = 100  # CSS pixels to a figure's inch: a figure WIDTH inches wide shows 800 px wide
+
+# %% ../nbs/10_plots.ipynb #e9fa1e2c
+def png(figure: Figure,  # the figure to draw (left open)
+        scale: int = 2,  # image pixels to a CSS pixel: 2 is sharp on any screen
+        colours: int = 64,  # the colours the image keeps
+       ) -> bytes:
+    "The PNG image of `figure` at `scale` times `SCREEN_DPI`, in at most `colours` colours."
+    import io
+    from PIL import Image
+    drawn, small = io.BytesIO(), io.BytesIO()
+    figure.savefig(drawn, format="png", dpi=SCREEN_DPI * scale, bbox_inches="tight")
+    Image.open(drawn).convert("RGB").quantize(colours, Image.Quantize.MEDIANCUT).save(small, format="png", optimize=True)
+    return small.getvalue()
+
+# %% ../nbs/10_plots.ipynb #24ad846e
+def png_width(image: bytes, scale: int = 2) -> int:
+    "The width in CSS pixels of a PNG `image` drawn at `scale`."
+    return int.from_bytes(image[16:20], "big") // scale  # the width in the PNG's header (its IHDR chunk)
+
+# %% ../nbs/10_plots.ipynb #65dc1217
+def png_html(figure: Figure, alt: str) -> str:
+    "`figure` as an `<img>` of its `png`, shown at its CSS width or the width of its box, whichever is smaller."
+    import base64, html
+    image = png(figure)
+    return (f'<img class="mr-plot" alt="{html.escape(alt)}" width="{png_width(image)}" style="max-width:100%;height:auto" '
+            f'src="data:image/png;base64,{base64.b64encode(image).decode()}">')
+
+# %% ../nbs/10_plots.ipynb #20d7fbc7
+def use_screen_png():
+    "Show every matplotlib figure in this notebook as its `png`, at its CSS size."
+    from IPython import get_ipython
+    shell = get_ipython()
+    if shell is None: return
+    plt.switch_backend(matplotlib.get_backend())  # loads the backend now: an inline backend sets its own format as it loads
+    def formatted(figure):
+        image = png(figure)
+        return image, {"width": png_width(image)}
+    shell.display_formatter.formatters["image/png"].for_type(Figure, formatted)

@@ -40,7 +40,8 @@ def _free_port() -> int:
 
 # %% ../nbs/14_serve.ipynb #7ef75990
 _PAGE_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8",
-                   "@voila-dashboards/widgets-manager7")  # the JupyterLab extensions the page loads: the widget managers
+                   "@voila-dashboards/widgets-manager7", "anywidget")  # the JupyterLab extensions the page loads: the widget managers,
+                   # and anywidget, which draws the attempts grid (itables' widget)
 
 # %% ../nbs/14_serve.ipynb #a859ab15
 def _voila_command(port: int, token: str) -> list:

@@ -108,7 +108,8 @@ def _pre(text: str) -> str:
 
 # %% ../nbs/12_transcript.ipynb #c65d64bb
 STYLE = """<style>
-.mr-view{font-size:13px;line-height:1.4;color:#212121;max-width:100%}
+.mr-view{font-size:13px;line-height:1.4;color:#212121;max-width:100%;min-width:0}
+.widget-html-content:has(> .mr-view){min-width:0;max-width:100%}
 .mr-view h3,.mr-view h4{margin:6px 0 4px 0}
 .mr-grid{border-collapse:collapse;font-size:12px;margin:2px 0}
 .mr-grid th,.mr-grid td{padding:2px 7px;border-bottom:1px solid #e0e0e0;text-align:right;white-space:nowrap}
@@ -123,7 +124,7 @@ STYLE = """<style>
 .mr-call{margin:6px 0 6px 14px;padding:4px 8px;background:#fafafa;border:1px solid #eceff1}
 .mr-step{margin:2px 0 6px 30px;padding:3px 8px;border-left:3px solid #a5d6a7;font-size:12px}
 .mr-view details>summary{cursor:pointer;color:#37474f}
-.mr-scroll{max-height:34em;overflow:auto}
+.mr-scroll{max-height:34em;overflow:auto;max-width:100%}
 .mr-error{border-left:4px solid #c62828;background:#ffebee;padding:6px 10px}
 .mr-note{color:#546e7a;font-style:italic}
 </style>"""  # the stylesheet of every piece of HTML modelrecord shows

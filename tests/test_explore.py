@@ -1,4 +1,5 @@
-"""The explorer's widgets, headless: set a widget's value as a person would, then read what is displayed."""
+"""The explorer's widgets, headless: set a widget's value as a person would (a click on a grid row is its
+`selected_rows`), then read what is displayed."""
 import html
 import json
 import shutil
@@ -7,9 +8,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from modelrecord import live
 from modelrecord import tables as tables_module
-from modelrecord.explore import ALL, PLOTS, Explorer
-from modelrecord.formatting import usd_decimals, usd_text
+from modelrecord.explore import ALL, PLOTS, TABS, Explorer, add_tab
+from modelrecord.formatting import usd_column, usd_text
 from modelrecord.reader import ShardError
 from modelrecord.record import (Attempt, Block, Call, ENDED_MALFORMED, ENDINGS, Run, Turn, TURN_OK, Usage, Verify, encode)
 from modelrecord.sample import example_tree, write_tree
@@ -26,25 +28,40 @@ def tables():
 
 
 @pytest.fixture(scope="module")
-def explorer():
-    "One explorer of the example tree, shared by the tests that put its filters back as they found them."
-    return Explorer()
+def explorer(tmp_path_factory):
+    "One explorer of the example tree, first read through an empty load cache, shared by the tests that put its filters back."
+    with pytest.MonkeyPatch.context() as patch:  # an empty cache: its first read reads the shards, and shows its progress
+        patch.setenv("MODELRECORD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        return Explorer()
 
 
 @pytest.fixture
 def fresh(explorer):
-    "The shared explorer, with every filter cleared, page and sort reset, before and after the test."
+    "The shared explorer, with every filter cleared and the Overview in view, before and after the test."
     def reset():
         explorer.clear()
-        explorer.sort.value = ""  # clearing shows the first page
+        explorer.show_tab("Overview")
     reset()
     yield explorer
     reset()
 
 
-def table_rows(explorer) -> int:
-    "The rows of the attempts table on display (its header row left out)."
-    return explorer.table.value.count("<tr>") - 1
+def grid_rows(explorer):
+    "The attempts in the grid, once the Attempts tab is in view: their rows of `attempt_totals`."
+    explorer.show_tab("Attempts")
+    return explorer.shown
+
+
+def grid_texts(explorer) -> str:
+    "The data and the texts the grid widget sends the browser (its state, less its script and stylesheet), as one string."
+    state = explorer.grid.get_state()
+    return json.dumps({name: value for name, value in state.items() if name not in ("_esm", "_css")}, default=str)
+
+
+def click_row(explorer, key):
+    "Click the grid row of the attempt `key` (it must be among the filtered attempts)."
+    rows = grid_rows(explorer)
+    explorer.grid.selected_rows = [list(rows.index).index(key)]
 
 
 def write(path: Path, lines) -> Path:
@@ -62,13 +79,13 @@ def test_loads_the_example_tree_with_progress(fresh, tables):
     assert "Read 4 shards" in fresh.status.value and f"{len(tables.attempts)} attempts" in fresh.status.value
     assert fresh.progress.value == fresh.progress.max > 1 and fresh.progress.bar_style == "success"
     assert fresh.path.value == str(example_tree())
-    assert table_rows(fresh) == Explorer.PAGE_SIZE
-    assert f"1–{Explorer.PAGE_SIZE} of {len(tables.attempts)}" in fresh.page_label.value
+    assert fresh.tabs.titles == ("Overview", "Attempts", "Conversation") and fresh.tabs.selected_index == 0
     assert sum(int(label.rsplit("(", 1)[1].rstrip(")").replace(",", "")) for label, _ in fresh.endings.options) == len(tables.attempts)
     assert [value for _, value in fresh.endings.options] == list(ENDINGS)
     for name in PLOTS: assert fresh.plots[name].value.startswith('<img class="mr-plot"'), name
     for model in tables.attempts.model.cat.categories: assert html.escape(model) in fresh.summary.value
-    assert "Choose an attempt" in fresh.conversation.value or fresh.opened is not None
+    assert "Click a row" in fresh.conversation.value or fresh.opened is not None
+    assert len(grid_rows(fresh)) == len(tables.attempts) and f"{len(tables.attempts)} attempts" in fresh.grid_label.value
 
 
 def test_displays_as_one_widget(explorer):
@@ -128,12 +145,11 @@ def test_each_filter_narrows_everything(fresh, tables, name, column):
     expected = tables.where(**{column: value})
     assert len(fresh.filtered.attempts) == len(expected.attempts)
     assert len(fresh.filtered.turns) == len(expected.turns)
-    assert f"of {len(expected.attempts)}" in fresh.page_label.value
-    assert table_rows(fresh) == min(Explorer.PAGE_SIZE, len(expected.attempts))
     assert fresh.summary.value != summary_before
     assert any(fresh.plots[n].value != plots_before[n] for n in PLOTS)
-    if name in ("model", "case", "surface"):
-        assert fresh.table.value.count(f">{html.escape(value)}<") == table_rows(fresh)
+    rows = grid_rows(fresh)
+    assert list(rows.index) == list(expected.attempts.index)
+    if name != "run": assert set(rows[column].astype(str)) == {value}
 
 
 def test_endings_are_a_multiple_choice_that_narrows_everything(fresh, tables):
@@ -143,8 +159,7 @@ def test_endings_are_a_multiple_choice_that_narrows_everything(fresh, tables):
     assert len(fresh.filtered.attempts) == int(kept.sum())
     assert set(fresh.filtered.attempts.ended_by) == {"malformed", "over_budget"}
     assert fresh.plots["endings_by_model"].value != before
-    shown = fresh.table.value.count(">malformed<") + fresh.table.value.count(">over_budget<")
-    assert shown == table_rows(fresh) == min(Explorer.PAGE_SIZE, int(kept.sum()))
+    assert set(grid_rows(fresh).ended_by) == {"malformed", "over_budget"} and len(fresh.shown) == int(kept.sum())
 
 
 def test_ending_counts_follow_the_other_filters(fresh, tables):
@@ -168,55 +183,82 @@ def test_filters_combine_and_clear(fresh, tables):
 def test_a_filter_that_keeps_nothing(fresh):
     fresh.model.value, fresh.endings.value = "fake:perfect", ("malformed",)
     assert len(fresh.filtered.attempts) == 0
-    assert "No attempt matches" in fresh.table.value and "No attempt matches" in fresh.summary.value
-    assert "no attempts" in fresh.page_label.value and fresh.attempt.options == ()
+    assert "No attempt matches" in fresh.summary.value
+    assert len(grid_rows(fresh)) == 0 and "0 attempts" in fresh.grid_label.value
     for name in PLOTS: assert "<img" in fresh.plots[name].value or "cannot be drawn" in fresh.plots[name].value
 
 
 # ------------------------------------------------------------------------------------------------
 # The attempts table
 
-def test_pages_through_the_attempts(fresh, tables):
-    total, size = len(tables.attempts), Explorer.PAGE_SIZE
-    assert fresh.previous.disabled and not fresh.next.disabled
-    pages = 1
-    while not fresh.next.disabled:
-        fresh.next.click()
-        pages += 1
-    assert pages == -(-total // size) and fresh.page == pages - 1
-    assert table_rows(fresh) == total - size * (pages - 1)
-    assert f"{size * (pages - 1) + 1}–{total} of {total}" in fresh.page_label.value
-    assert fresh.attempt.options[0][0].split()[0] == str(size * (pages - 1) + 1)
-    fresh.previous.click()
-    assert fresh.page == pages - 2 and table_rows(fresh) == size
+def test_the_grid_sorts_as_the_values_do_and_shows_one_format_per_column(fresh, tables):
+    rows = grid_rows(fresh)
+    frame = fresh.grid.df  # what the grid holds: each cell's rank in its column
+    assert list(frame.columns)[:5] == ["attempt", "case", "model", "surface", "ended by"]
+    for head, column in (("cost", "cost"), ("output", "output"), ("turns", "turns"), ("attempt", "attempt")):
+        by_rank = frame[head].sort_values(kind="stable").index
+        ordered = rows[column][by_rank]  # sorting the ranks sorts the values, a missing cost (rank -1) first
+        assert ordered.dropna().is_monotonic_increasing and not ordered.iloc[:int(ordered.isna().sum())].notna().any(), head
+    shown = grid_texts(fresh)
+    for cost in set(usd_column(rows.cost)): assert json.dumps(cost)[1:-1] in shown
+    assert f"{rows.output.max():,}" in shown  # counts with separators
+    fresh.model.value = "fake:perfect"  # unpriced: no cost, and it ranks below every price
+    assert (grid_rows(fresh).cost.isna().all(), set(fresh.grid.df.cost)) == (True, {-1})
+    assert set(fresh.grid.df.model) == {0}
 
 
-def test_sorts_by_cost_highest_first_unpriced_last(fresh, tables):
-    fresh.sort.value = "cost"
-    totals = attempt_totals(tables)
-    ranked = totals.cost.sort_values(ascending=False, na_position="last", kind="stable")
-    assert [key for _, key in fresh.attempt.options] == list(ranked.index[:Explorer.PAGE_SIZE])
-    assert f"<td>{usd_text(ranked.iloc[0], usd_decimals(totals.cost))}</td>" in fresh.table.value  # one format per column
-    while not fresh.next.disabled: fresh.next.click()
-    assert "unpriced" in fresh.table.value
-
-
-def test_the_list_matches_the_table(fresh):
+def test_a_tab_out_of_view_is_drawn_when_it_comes_into_view(fresh, tables):
+    grid_rows(fresh)
+    fresh.show_tab("Overview")
     fresh.endings.value = ("no_tool_call",)
-    for number, (label, key) in enumerate(fresh.attempt.options, 1):
-        assert label.split()[0] == str(number)
-        assert html.escape(fresh.tables.attempts.attempt[key]) in fresh.table.value
+    assert len(fresh.shown) == len(tables.attempts)  # the grid, out of view, is not redrawn yet
+    assert len(grid_rows(fresh)) == int((tables.attempts.ended_by == "no_tool_call").sum())
+
+
+def test_a_click_on_a_row_opens_its_conversation(fresh, tables):
+    fresh.endings.value = ("no_tool_call",)
+    rows = grid_rows(fresh)
+    fresh.grid.selected_rows = [2]
+    assert fresh.opened == rows.index[2] and fresh.tabs.titles[fresh.tabs.selected_index] == "Conversation"
+    assert html.escape(tables.attempts.attempt[rows.index[2]]) in fresh.conversation.value
+    assert fresh.grid.selected_rows == [2]
+    fresh.model.value = str(tables.attempts.model[rows.index[2]])
+    rows = grid_rows(fresh)  # narrowed: the attempt opened is still in it, and its row still selected
+    assert fresh.grid.selected_rows == [list(rows.index).index(fresh.opened)]
+
+
+def test_a_tab_added_shows_in_explorers_made_after(tables):
+    import ipywidgets as widgets
+    drawn = []
+    add_tab("Counted", lambda explorer: widgets.HTML("counted"), lambda explorer: drawn.append(len(explorer.filtered.attempts)))
+    try:
+        explorer = Explorer()
+        assert explorer.tabs.titles[-1] == "Counted"
+        explorer.show_tab("Counted")
+        explorer.surface.value = "meta"
+        assert drawn == [len(tables.attempts), int((tables.attempts.surface == "meta").sum())]
+    finally:
+        TABS[:] = [tab for tab in TABS if tab.title != "Counted"]
+        explorer.close()
+
+
+def test_a_filter_on_a_column_the_tree_lacks_is_hidden(tables):
+    class Scored(Explorer):
+        FILTERS = Explorer.FILTERS + (("outcome", "outcome"),)
+    explorer = Scored()
+    assert explorer.filters["outcome"].layout.display == "none" and explorer.filters["model"].layout.display is None
+    assert len(explorer.filtered.attempts) == len(tables.attempts)
+    explorer.close()
 
 
 # ------------------------------------------------------------------------------------------------
 # The conversation
 
 def chosen(explorer, key) -> str:
-    "The conversation the explorer shows once the attempt `key` is chosen in its list, found by filters and pages."
+    "The conversation the explorer shows once the row of the attempt `key` is clicked, found by filters."
     explorer.case.value = str(explorer.tables.attempts.case[key])
     explorer.model.value = str(explorer.tables.attempts.model[key])
-    while key not in [value for _, value in explorer.attempt.options]: explorer.next.click()
-    explorer.attempt.value = key
+    click_row(explorer, key)
     assert explorer.opened == key
     return explorer.conversation.value
 
@@ -287,7 +329,7 @@ def test_an_attempt_filtered_out_is_closed(fresh, tables):
     fresh.endings.value = ("completed", "skipped")
     assert fresh.opened == key  # still among the attempts kept: it stays open
     fresh.endings.value = ("malformed",)
-    assert fresh.opened is None and "Choose an attempt" in fresh.conversation.value
+    assert fresh.opened is None and "Click a row" in fresh.conversation.value
 
 
 def test_what_a_shard_says_is_escaped(tmp_path):
@@ -303,8 +345,8 @@ def test_what_a_shard_says_is_escaped(tmp_path):
              dispatched_action=sneaky, refusal_reason=sneaky, result=msgspec.Raw(b'"<script>alert(1)</script>"'), text=sneaky),
         Verify(attempt=sneaky, name=sneaky, passed=False, detail=sneaky)])
     explorer = Explorer(tmp_path)
-    explorer.attempt.value = 0
-    for shown in (explorer.conversation.value, explorer.table.value, explorer.summary.value, explorer.status.value):
+    click_row(explorer, 0)
+    for shown in (explorer.conversation.value, grid_texts(explorer), explorer.summary.value, explorer.status.value):
         assert "<script" not in shown and "<m>" not in shown and "<c>" not in shown
     assert explorer.conversation.value.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 10
 
@@ -381,7 +423,7 @@ def test_the_open_attempt_stays_open_across_a_refresh_and_shows_its_new_lines(gr
     assert explorer.tables.attempts.loc[explorer.opened, ["shard", "attempt"]].tolist() == [second.relative_to(growing).as_posix(), name]
     assert explorer.conversation.value.count('class="mr-turn"') == turns_before + 1 and "<b>turn 99</b>" in explorer.conversation.value
     explorer.load()  # a load starts afresh: nothing open
-    assert explorer.opened is None and "Choose an attempt" in explorer.conversation.value
+    assert explorer.opened is None and "Click a row" in explorer.conversation.value
 
 
 def test_close_closes_every_widget():

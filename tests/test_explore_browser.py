@@ -2,7 +2,7 @@
 
 Chromium is Debian's (`/usr/bin/chromium`), driven through Playwright's Python package with
 `executable_path`: Playwright's own browser download is never used. The page must load nothing from
-another host than 127.0.0.1. The screenshot goes to `test-artifacts/explore.png`.
+another host than 127.0.0.1. Screenshots go to `test-artifacts/explore-<width>-<tab>.png`.
 """
 import os
 import queue
@@ -97,65 +97,111 @@ def server():
         log.close()
 
 
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+# Elements wider than their box, outside the pieces that scroll inside themselves (the grid, the summary
+# table, a long result): what would make the page itself scroll sideways.
+OVERFLOWING = """() => Array.from(document.querySelectorAll('body *')).filter(e => {
+    if (e.closest('.mr-grid-view, .mr-scroll, .mr-pre, .lm-TabBar')) return false;
+    const style = getComputedStyle(e);
+    return (style.overflowX === 'auto' || style.overflowX === 'scroll') && e.scrollWidth > e.clientWidth + 1;
+}).map(e => e.className || e.tagName)"""
+
+
+def no_sideways_scroll(page):
+    "Neither the page nor any box outside the grid and the summary scrolls sideways."
+    width = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert width[0] <= width[1], width
+    assert page.evaluate(OVERFLOWING) == []
+
+
+def open_tab(page, title: str):
+    page.click(f".mr-tabs .lm-TabBar-tab:has-text('{title}')")
+    page.wait_for_function(f"() => document.querySelector('.mr-tabs .lm-TabBar-tab.lm-mod-current').textContent.includes('{title}')")
+
+
+def grid_column(page, head: str) -> list:
+    "The texts of the column `head` in the rows the grid shows."
+    return page.evaluate("""head => {
+        const heads = Array.from(document.querySelector('.mr-grid-view thead tr').children).map(th => th.textContent.trim());
+        const at = heads.indexOf(head);
+        return Array.from(document.querySelectorAll('.mr-grid-view tbody tr')).map(tr => tr.children[at].textContent.trim());
+    }""", head)
+
+
 def test_explore_page_in_chromium(server):
     from playwright.sync_api import sync_playwright
     url, process, port, lines = server
     addresses = listening_addresses(port)
     assert addresses and addresses <= {"0100007F", "0000000000000000FFFF00000100007F"}, addresses  # 127.0.0.1 only
     tables = load(example_tree())
-    malformed = int((tables.attempts.ended_by == "malformed").sum())
+    malformed = tables.attempts[tables.attempts.ended_by == "malformed"]
 
     elsewhere, failed, errors = [], [], []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("request", lambda r: urlsplit(r.url).scheme in ("http", "https", "ws", "wss")
-                    and urlsplit(r.url).hostname != "127.0.0.1" and elsewhere.append(r.url))
-            page.on("requestfailed", lambda r: failed.append(f"{r.url}: {r.failure}"))
-            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url)
+        for width in (1280, 1920):
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+            try:
+                page = browser.new_page(viewport={"width": width, "height": 1000})
+                page.on("request", lambda r: urlsplit(r.url).scheme in ("http", "https", "ws", "wss")
+                        and urlsplit(r.url).hostname != "127.0.0.1" and elsewhere.append(r.url))
+                page.on("requestfailed", lambda r: failed.append(f"{r.url}: {r.failure}"))
+                page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(url)
 
-            # The page, loaded: the status, the summary, the plots, the first page of attempts.
-            page.wait_for_selector(".mr-table table", timeout=60_000)
-            assert f"{len(tables.attempts)} attempts" in page.inner_text(".mr-status")
-            for name in ("endings_by_model", "tokens_by_model", "cost_by_model", "latency_by_model", "cumulative_cost"):
-                assert page.locator(f".mr-plot-{name} img").count() == 1, name
-            table_before = page.inner_text(".mr-table")
-            plot_before = page.get_attribute(".mr-plot-endings_by_model img", "src")
-            assert f"of {len(tables.attempts)}" in page.inner_text(".mr-page-label")
+                # The page, loaded: the status, the summary and the plots in the Overview.
+                page.wait_for_selector(".mr-summary table", timeout=120_000)
+                assert f"{len(tables.attempts)} attempts" in page.inner_text(".mr-status")
+                for name in ("endings_by_model", "tokens_by_model", "cost_by_model", "latency_by_model", "cumulative_cost"):
+                    page.wait_for_selector(f".mr-plot-{name} img", timeout=30_000)
+                plot_before = page.get_attribute(".mr-plot-endings_by_model img", "src")
+                no_sideways_scroll(page)
+                page.screenshot(path=str(ARTIFACTS / f"explore-{width}-overview.png"))
 
-            # Choose an ending: the table, the summary and the plots follow.
-            option = page.eval_on_selector(".mr-endings select",
-                                           "s => Array.from(s.options).map(o => o.value).find(v => v.startsWith('malformed'))")
-            page.select_option(".mr-endings select", value=option)
-            page.wait_for_function(f"() => document.querySelector('.mr-page-label').textContent.includes('of {malformed}')",
-                                   timeout=30_000)
-            page.wait_for_function("before => document.querySelector('.mr-plot-endings_by_model img').src !== before",
-                                   arg=plot_before, timeout=30_000)
-            table_after = page.inner_text(".mr-table")
-            assert table_after != table_before
-            rows = page.locator(".mr-table tr").count() - 1
-            assert rows == malformed and page.locator(".mr-table .mr-badge", has_text="malformed").count() == malformed
+                # Choose an ending: the Overview follows, then the grid of the Attempts tab.
+                option = page.eval_on_selector(".mr-endings select",
+                                               "s => Array.from(s.options).map(o => o.value).find(v => v.startsWith('malformed'))")
+                page.select_option(".mr-endings select", value=option)
+                page.wait_for_function("before => document.querySelector('.mr-plot-endings_by_model img').src !== before",
+                                       arg=plot_before, timeout=30_000)
+                assert "openai:gpt-5" in page.inner_text(".mr-summary")
+                open_tab(page, "Attempts")
+                page.wait_for_function(f"() => document.querySelector('.mr-grid-label').textContent.includes('{len(malformed)} attempts')",
+                                       timeout=30_000)
+                page.wait_for_function(f"() => document.querySelectorAll('.mr-grid-view tbody tr').length === {len(malformed)}",
+                                       timeout=30_000)
+                assert set(grid_column(page, "ended by")) == {"malformed"}
+                no_sideways_scroll(page)
 
-            # Open an attempt: its conversation shows, turn by turn.
-            first = page.eval_on_selector(".mr-attempt select", "s => s.options[0].textContent")
-            attempt_id = first.split()[1]
-            page.select_option(".mr-attempt select", index=0)
-            page.wait_for_selector(".mr-conversation h3", timeout=30_000)
-            conversation = page.inner_text(".mr-conversation")
-            assert attempt_id in conversation and "malformed" in conversation
-            assert "Stimulus" in conversation and "turn 1" in conversation and "not parsed" in conversation
+                # Sort the grid by cost, twice: dearest first.
+                heading = page.locator(".mr-grid-view thead th", has_text="cost").first  # the header row on screen
+                heading.click()
+                page.wait_for_selector(".mr-grid-view thead th.dt-ordering-asc", timeout=10_000)
+                heading.click()
+                page.wait_for_selector(".mr-grid-view thead th.dt-ordering-desc", timeout=10_000)
+                costs = [float(text.lstrip("$")) for text in grid_column(page, "cost") if text.startswith("$")]
+                assert costs == sorted(costs, reverse=True) and len(costs) > 1, costs
+                page.screenshot(path=str(ARTIFACTS / f"explore-{width}-attempts.png"))
 
-            # The screenshot, the whole page: as tall as its scrolling content.
-            height = page.evaluate("() => Math.max(...Array.from(document.querySelectorAll('*')).map(e => e.scrollHeight))")
-            page.set_viewport_size({"width": 1400, "height": min(int(height) + 40, 12000)})
-            page.wait_for_timeout(300)
-            page.screenshot(path=str(ARTIFACTS / "explore.png"), full_page=True)
-        finally:
-            browser.close()
+                # Click the first row: its conversation opens, turn by turn.
+                attempt_id = grid_column(page, "attempt")[0]
+                page.click(".mr-grid-view tbody tr:first-child td:first-child")
+                page.wait_for_selector(".mr-conversation h3", timeout=30_000)
+                conversation = page.inner_text(".mr-conversation")
+                assert attempt_id in conversation and "malformed" in conversation
+                assert "Stimulus" in conversation and "turn 1" in conversation and "not parsed" in conversation
+                assert "Conversation" in page.inner_text(".mr-tabs .lm-TabBar-tab.lm-mod-current")
+                no_sideways_scroll(page)
+                page.screenshot(path=str(ARTIFACTS / f"explore-{width}-conversation.png"))
+
+                # Back to the Overview: still the malformed attempts only.
+                open_tab(page, "Overview")
+                assert "over_budget" in page.inner_text(".mr-summary")  # the column, with zeros
+                no_sideways_scroll(page)
+            finally:
+                browser.close()
     assert elsewhere == [], f"the page asked another host than 127.0.0.1 for: {elsewhere}"
     assert failed == [], f"requests failed: {failed}"
     assert errors == [], f"the browser console reported errors: {errors}"
