@@ -65,7 +65,7 @@ def explore(args) -> int:
     tree = _tree(args.path)
     try: shard_paths(tree)
     except ShardError as error: return _refused(error)
-    return serve(tree, port=args.port)
+    return serve(tree, port=args.port, allow_any_path=args.allow_any_path, idle_timeout=args.idle_timeout)
 
 # %% ../nbs/17_cli.ipynb #d62bbc26
 def parser() -> argparse.ArgumentParser:
@@ -90,6 +90,10 @@ def parser() -> argparse.ArgumentParser:
     write.add_argument("--workers", **workers)
     show = command("explore", explore, "serve the explorer of a tree as a web page on 127.0.0.1 (Ctrl-C stops it)")
     show.add_argument("--port", type=int, default=0, help="the port to serve on (default: a free one)")
+    show.add_argument("--allow-any-path", action="store_true",
+                      help="let the page's path box open any path this user can read (default: only PATH and under it)")
+    show.add_argument("--idle-timeout", type=int, default=600, metavar="SECONDS",
+                      help="shut down a page's kernel idle this long with no page connected (default: 600)")
     return top
 
 def main(argv=None) -> int:
