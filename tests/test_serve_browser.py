@@ -5,11 +5,9 @@ Chromium is Debian's (`/usr/bin/chromium`), driven through Playwright's Python p
 `executable_path` (Playwright's own browser download is never used). Every server is started as
 the command line starts it and stopped by PID, with every process it started.
 """
-import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,41 +19,12 @@ from urllib.parse import urlsplit
 import pytest
 
 from modelrecord.sample import example_tree
+from processes import alive, cmdline, descendants, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 browser_needed = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
 READY = ".mr-table table"  # the page is ready when the first page of attempts shows
 VIEWS = []  # the seconds from navigation to ready of every view in this module
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def descendants(pid: int) -> list:
-    "The processes started by `pid`, and by them, from /proc (Linux)."
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try: children = [int(c) for c in (task / "children").read_text().split()]
-            except OSError: continue
-            found += children
-            todo += children
-    return found
-
-
-def alive(pid: int) -> bool:
-    "Whether `pid` runs (a zombie, dead but not yet reaped, does not)."
-    try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError: return False
-
-
-def cmdline(pid: int) -> str:
-    try: return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError: return ""
 
 
 def kernels(server) -> list:
