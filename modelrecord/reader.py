@@ -7,9 +7,12 @@ __all__ = ['BLOCK_BYTES', 'Errors', 'ShardError', 'is_shard_name', 'shard_paths'
            'read_shards', 'read']
 
 # %% ../nbs/01_reader.ipynb #0c5c2269
+import errno
 import gc
+import json
 import os
 import re
+import stat
 from operator import attrgetter
 from contextlib import contextmanager
 from typing import Literal, Optional, Union
@@ -17,7 +20,7 @@ from typing import Literal, Optional, Union
 import msgspec
 
 from .record import (
-    AnyRecord, BLOCK_KINDS, ENDINGS, LINE_TYPES, MAX_LINE_BYTES, OUTCOMES, OUTCOME_REFUSED_PREFIX,
+    AnyRecord, BLOCK_KINDS, Block, Call, Turn, go_decodable, mask_surrogates, unmask_surrogates, ENDINGS, LINE_TYPES, MAX_LINE_BYTES, OUTCOMES, OUTCOME_REFUSED_PREFIX,
     RECORD_TYPES, Record, SCHEMA_VERSION, SHARD_PREFIX, SHARD_SUFFIX, TURN_STATUSES, line_problem)
 
 # %% ../nbs/01_reader.ipynb #1b628888
@@ -37,17 +40,18 @@ def is_shard_name(name: str) -> bool:
     return name.startswith(SHARD_PREFIX) and name.endswith(SHARD_SUFFIX)
 
 def _walk(directory: str, found: list):
-    "Append the shards under `directory` to `found`, entries in sorted order, depth first."
+    "Append the entries named like shards under `directory` to `found`, in sorted order, depth first."
     with os.scandir(directory) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.is_dir(follow_symlinks=False): _walk(entry.path, found)
-            elif is_shard_name(entry.name) and entry.is_file(): found.append(entry.path)
+            elif is_shard_name(entry.name): found.append(entry.path)  # a regular file or not: reading it says
 
 def shard_paths(path) -> list[str]:
     "The shard files of `path` (a shard file, or a directory read recursively), in walk order."
     path = os.fspath(path)
-    if os.path.isfile(path): return [path]
-    if not os.path.exists(path): raise ShardError(path, None, None, "does not exist")
+    if not os.path.isdir(path):
+        if os.path.lexists(path): return [path]  # one shard, or something else that reading it will name
+        raise ShardError(path, None, None, "does not exist")
     found = []
     try: _walk(path, found)
     except OSError as failure: raise ShardError(failure.filename or path, None, None, f"cannot be listed: {failure.strerror}") from None
@@ -61,11 +65,28 @@ _VOCABULARIES = {"ended_by": ("an ending", ENDINGS), "status": ("a turn status",
 _MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<at>[^`]*)`)?$", re.S)
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[\.\.\.\]")
 
+class _Numeral(str):
+    "A JSON number too large for a Python int or float, kept as its text; shown by its head and its length."
+    def __repr__(self): return str(self) if len(self) <= 24 else f"{self[:12]}... ({len(self.lstrip('-'))} digits)"
+
+def _number(text: str):
+    "A JSON number as Python reads it, or as a `_Numeral` when it is too long or too large to convert."
+    if len(text) > 40: return _Numeral(text)
+    number = float(text) if any(c in text for c in ".eE") else int(text)
+    return number if number not in (float("inf"), float("-inf")) else _Numeral(text)
+
+def _parsed(line: bytes):
+    "`line` parsed again: by msgspec, else by Python's `json` (lone surrogates, long numbers); `...` when neither can."
+    try: return msgspec.json.decode(line)
+    except (msgspec.DecodeError, RecursionError): pass
+    try: return json.loads(line, parse_int=_number, parse_float=_number)
+    except (ValueError, RecursionError): return ...
+
 def _value_at(line: bytes, at: str) -> tuple:
     "`(value, field)`: the value at msgspec's path `at` (`.turn.blocks[0].kind`) of `line`, `...` when it is not there."
     field = at.lstrip(".")
-    try: value = msgspec.json.decode(line)
-    except (msgspec.DecodeError, RecursionError): return ..., field
+    value = _parsed(line)
+    if value is ...: return ..., field
     named = ""
     for step in _STEP.finditer(at):
         key, index = step[1], step[2]
@@ -114,6 +135,8 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
     value, field = _value_at(line, at)
     field = field or None
     last = field.rsplit(".", 1)[-1] if field else ""
+    if what in ("Number out of range", "Integer value out of range"):
+        return field, f"is out of range: the number {_shown(value)} does not fit in 64 bits, as every number of a record must"
     if field == "schema":
         return field, f"is {_shown(value)}, but this reader reads schema {SCHEMA_VERSION} only: a stale or newer artifact"
     if last in _VOCABULARIES and (what.startswith("Invalid") or "regex" in what):
@@ -152,12 +175,32 @@ def _not_json(failure: msgspec.DecodeError) -> str:
 _TOO_DEEP = ("nests arrays or objects deeper than this reader can follow (Python's recursion limit, "
              "about a thousand levels; Go's reader follows ten thousand)")
 
+_RAW_FIELDS = {Call: ("arguments", "result"), Block: ("arguments",)}  # the raw JSON fields, by the struct holding them
+
+def _raw_holders(record) -> list:
+    "The structs of `record` that may hold raw JSON: a call, or a turn's blocks."
+    payload = record.payload
+    return payload.blocks if isinstance(payload, Turn) else [payload]
+
+def _decode_line(line: bytes):
+    "Decode one line; one refused only for its lone surrogate escapes reads them as Go does (U+FFFD) but keeps them in raw fields."
+    try: return _decode(line)
+    except msgspec.ValidationError: raise
+    except msgspec.DecodeError:
+        masked, originals = mask_surrogates(line)
+        if not originals: raise
+    record, kept = _decode(go_decodable(line)), _decode(masked)
+    for ours, theirs in zip(_raw_holders(record), _raw_holders(kept)):
+        for name in _RAW_FIELDS.get(type(ours), ()):
+            setattr(ours, name, msgspec.Raw(unmask_surrogates(bytes(getattr(theirs, name)), originals)))
+    return record
+
 def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
     "Decode `lines` (numbered from `first`) one by one, keeping the good ones and refusing the rest."
     for number, line in enumerate(lines, first):
         if len(line) >= MAX_LINE_BYTES: refuse(ShardError(path, number, None, _too_long(f"{len(line) + 1} bytes with its newline"))); continue
         if not line.strip(): continue
-        try: record = _decode(line)
+        try: record = _decode_line(line)
         except msgspec.ValidationError as failure: refuse(ShardError(path, number, *explain(failure, line))); continue
         except msgspec.DecodeError as failure: refuse(ShardError(path, number, None, _not_json(failure))); continue
         except RecursionError: refuse(ShardError(path, number, None, _TOO_DEEP)); continue
@@ -175,9 +218,31 @@ def _read_lines(path: str, lines: list, first: int, records: list, refuse):
     records += decoded
 
 # %% ../nbs/01_reader.ipynb #9a2266e6
-def _read_file(path: str, records: list, refuse):
-    "Read every line of the shard at `path` into `records`, passing each refusal to `refuse`."
-    with open(path, "rb") as file:
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+def _unreadable(path: str, failure: OSError) -> str:
+    "Why the entry at `path` could not be opened, in words that say what it is."
+    if failure.errno == errno.ELOOP: return "is a symbolic link that loops (it leads back to itself): fix or remove it"
+    if failure.errno == errno.ENOENT and os.path.islink(path):
+        return f"is a symbolic link to {os.readlink(path)!r}, which does not exist: fix or remove it"
+    return f"cannot be read: {failure.strerror or failure}"
+
+def _open_shard(path: str):
+    "The regular file at `path` opened for reading, without blocking in `open`; a `ShardError` saying what it is otherwise."
+    try: fd = os.open(path, _OPEN_FLAGS)
+    except OSError as failure: raise ShardError(path, None, None, _unreadable(path, failure)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a file")
+        raise ShardError(path, None, None, f"is {kind}, not a regular file: a shard is a file a run appended lines to")
+    return open(fd, "rb")
+
+def _read_file(path: str, file, records: list, refuse):
+    "Read every line of the shard `file` (at `path`) into `records`, passing each refusal to `refuse`."
+    with file:
         pending, number, skipping = b"", 1, False
         while block := file.read(BLOCK_BYTES):
             lines = block.split(b"\n")
@@ -210,6 +275,12 @@ class Shard(msgspec.Struct, gc=False):
     "One shard file read back: where it was, and every record it held, in file order."
     path: str
     records: list
+    root: str = ""  # the tree it was read from ("": it was read alone)
+
+    @property
+    def name(self) -> str:
+        "The shard's path relative to the root of its tree (its file name when it was read alone)."
+        return os.path.relpath(self.path, self.root) if self.root else os.path.basename(self.path)
 
     @property
     def counts(self) -> str:
@@ -218,7 +289,7 @@ class Shard(msgspec.Struct, gc=False):
         for record in self.records: counts[record.type] = counts.get(record.type, 0) + 1
         return ", ".join(f"{n} {t}" for t, n in counts.items()) or "no records"
 
-    def __repr__(self): return f"Shard({self.path!r}, {self.counts})"
+    def __repr__(self): return f"Shard({self.name!r}, {self.counts})"
 
 # %% ../nbs/01_reader.ipynb #8b052958
 Errors = Literal["raise", "collect"]
@@ -231,22 +302,24 @@ def _refuser(errors: Errors, collected: list):
     if errors == "collect": return collected.append
     raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
 
-def read_shard(path, errors: Errors = "raise", collected: Optional[list] = None) -> Shard:
-    "Read the shard file at `path`; with `errors='collect'`, refusals go to `collected` instead of raising."
+def read_shard(path, errors: Errors = "raise", collected: Optional[list] = None, root=None) -> Optional[Shard]:
+    "Read the shard file at `path` (of the tree `root`); with `errors='collect'`, refusals go to `collected` instead of raising."
     path, records = os.fspath(path), []
     refuse = _refuser(errors, [] if collected is None else collected)
+    try: file = _open_shard(path)
+    except ShardError as refusal: return refuse(refusal)
     with paused_gc():
-        try: _read_file(path, records, refuse)
-        except OSError as failure:
-            refuse(ShardError(path, None, None, f"cannot be read: {failure.strerror or failure}"))
-            return None
-    return Shard(path, records)
+        try: _read_file(path, file, records, refuse)
+        except OSError as failure: return refuse(ShardError(path, None, None, f"cannot be read: {failure.strerror or failure}"))
+    return Shard(path, records, "" if root is None else os.fspath(root))
 
 # %% ../nbs/01_reader.ipynb #bf7ec379
 def read_shards(path, errors: Errors = "raise") -> Union[list[Shard], tuple[list[Shard], list[ShardError]]]:
     "The shards under `path`, strictly; with `errors='collect'`, `(shards, errors)` with every readable line kept."
     collected = []
-    shards = [read_shard(p, errors, collected) for p in shard_paths(path)]
+    paths = shard_paths(path)
+    root = path if os.path.isdir(path) else os.path.dirname(os.fspath(path))
+    shards = [read_shard(p, errors, collected, root) for p in paths]
     if errors == "raise": return shards
     return [s for s in shards if s is not None], collected
 

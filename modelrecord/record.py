@@ -12,9 +12,10 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'BLOCK_TOOL_CALL', 'BLOCK_KINDS', 'TOKEN_CATEGORIES', 'COST_COMPONENTS', 'TOKEN_PRICES', 'ENDING_COLOURS',
            'TOKEN_COLOURS', 'COST_COLOURS', 'GO_NON_BLANK', 'NonBlank', 'GoInt', 'Position', 'Count', 'Timestamp',
            'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'Omit', 'Price', 'Provider', 'Run', 'Session',
-           'Attempt', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
-           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'go_escape',
-           'go_string', 'cap_text', 'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
+           'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable', 'compact_json', 'Block', 'Usage', 'Turn',
+           'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord', 'AttemptRecord', 'TurnRecord', 'CallRecord',
+           'VerifyRecord', 'line_problem', 'cap_result', 'go_escape', 'go_string', 'cap_text', 'refused_outcome',
+           'EncodeError', 'go_float', 'go_time', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -158,10 +159,68 @@ class Attempt(_Line, kw_only=True):
     ended_by: Literal[ENDINGS]
     reason: Omit[str] = ""
 
+# %% ../nbs/00_record.ipynb #3b9b9622
+_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)  # one escape in a JSON text (only strings hold backslashes)
+_STAND_INS = [b"\\u%04x" % code for code in range(0xE000, 0xF900)]  # private-use escapes, six bytes like a surrogate's
+
+def _lone_surrogates(data: bytes) -> list[tuple[int, int]]:
+    "Where `data` spells a lone surrogate escape: `(start, end)` of each, in order."
+    spans, high = [], None  # high: the span of a high surrogate waiting for its low half
+    for escape in _ESCAPE.finditer(data):
+        text = escape[0]
+        code = int(text[2:], 16) if len(text) == 6 else -1
+        if high is not None:
+            if 0xDC00 <= code <= 0xDFFF and escape.start() == high[1]: high = None; continue  # a pair
+            spans.append(high); high = None
+        if 0xD800 <= code <= 0xDBFF: high = escape.span()
+        elif 0xDC00 <= code <= 0xDFFF: spans.append(escape.span())
+    if high is not None: spans.append(high)
+    return spans
+
+def mask_surrogates(data: bytes) -> tuple[bytes, dict[bytes, bytes]]:
+    "`data` with each lone surrogate escape swapped for a stand-in escape it does not hold, and `{stand-in: escape}`."
+    if b"\\u" not in data: return data, {}
+    spans = _lone_surrogates(data)
+    if not spans: return data, {}
+    free = (stand_in for stand_in in _STAND_INS if stand_in not in data)
+    stand_ins, pieces, start = {}, [], 0
+    for begin, end in spans:
+        escape = data[begin:end]
+        if escape not in stand_ins:
+            stand_ins[escape] = next(free, None)
+            if stand_ins[escape] is None: raise ValueError("spells more kinds of lone surrogate than there are stand-ins")
+        pieces += [data[start:begin], stand_ins[escape]]
+        start = end
+    pieces.append(data[start:])
+    return b"".join(pieces), {stand_in: escape for escape, stand_in in stand_ins.items()}
+
+def unmask_surrogates(data: bytes, originals: dict[bytes, bytes]) -> bytes:
+    "`data` with each stand-in of `mask_surrogates` swapped back for the escape it replaced (`originals`)."
+    for stand_in, escape in originals.items(): data = data.replace(stand_in, escape)
+    return data
+
+def go_decodable(data: bytes) -> bytes:
+    "`data` with each lone surrogate escape spelled `\\ufffd`: what Go's decoder reads it as."
+    masked, originals = mask_surrogates(data)
+    return unmask_surrogates(masked, dict.fromkeys(originals, b"\\ufffd")) if originals else data
+
+def compact_json(raw: msgspec.Raw | bytes) -> bytes:
+    "The raw JSON text `raw` compacted, as Go writes it, lone surrogate escapes kept; `msgspec.DecodeError` if it is not JSON."
+    try: return msgspec.json.format(raw, indent=-1)
+    except msgspec.DecodeError:
+        masked, originals = mask_surrogates(bytes(raw))
+        if not originals: raise
+    return unmask_surrogates(msgspec.json.format(masked, indent=-1), originals)
+
 # %% ../nbs/00_record.ipynb #4d22c7ad
 def _json_value(raw: msgspec.Raw):
-    "The parsed value of a raw JSON field, or None when the field is empty."
-    return msgspec.json.decode(raw) if raw else None
+    "The parsed value of a raw JSON field (a lone surrogate read as U+FFFD), or None when the field is empty."
+    if not raw: return None
+    try: return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        readable = go_decodable(bytes(raw))
+        if readable == bytes(raw): raise
+    return msgspec.json.decode(readable)
 
 class Block(_Line, kw_only=True):
     "One piece of what a model emitted in a turn: prose, reasoning or a tool call."
@@ -371,7 +430,7 @@ def _go_value(value):
     if kind is str or kind is int or kind is bool or value is None: return value
     if kind is float: return msgspec.Raw(go_float(value))
     if kind is msgspec.Raw or kind is bytes:
-        try: return msgspec.Raw(msgspec.json.format(value, indent=-1))
+        try: return msgspec.Raw(compact_json(value))
         except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a string field such as Block.raw") from None
         except RecursionError: raise ValueError("nests arrays or objects deeper than this writer can follow") from None
     if kind is dt.datetime: return msgspec.Raw(go_time(value))

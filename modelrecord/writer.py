@@ -6,16 +6,16 @@
 __all__ = ['Report', 'DIR_MODE', 'DIGEST_BYTES', 'RecordWarning', 'Writer', 'open_dir', 'open_writer', 'release']
 
 # %% ../nbs/02_writer.ipynb #2427116a
+import base64
 import errno
 import hashlib
 import os
-import tempfile
+import stat
 import threading
 import warnings
 from typing import Any, Callable, Optional
 
-try: import fcntl
-except ImportError: fcntl = None  # not on Windows, which has no fork to guard against either
+import msgspec
 
 from .record import DIR_ENV, MAX_LINE_BYTES, SHARD_PREFIX, SHARD_SUFFIX, Record, encode
 
@@ -48,49 +48,117 @@ def _directory_key(path) -> str:
 # %% ../nbs/02_writer.ipynb #a6d70bf2
 DIR_MODE = 0o750  # the mode the recording directory (and its missing parents) are made with
 
+def _owned(failure: BaseException) -> bool:
+    "Whether `failure` is the file system's answer: an OSError a file operation raised, with its errno (not one Python code raised)."
+    return isinstance(failure, OSError) and failure.errno is not None
+
+def _is_directory(path: str) -> bool:
+    "Whether `path` is a directory; unlike `os.path.isdir`, an exception the caller's code raised meanwhile is not taken for 'no'."
+    try: return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as failure:
+        if not _owned(failure): raise
+        return False
+
 def _make_directory(directory: str):
     "Make `directory` and its missing parents with `DIR_MODE`; an existing directory is left as it is."
-    if os.path.isdir(directory): return
+    if _is_directory(directory): return
     parent = os.path.dirname(directory)
     if parent != directory: _make_directory(parent)
     try: os.mkdir(directory, DIR_MODE)
     except FileExistsError:
-        if not os.path.isdir(directory):
+        if not _is_directory(directory):
             raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory", directory) from None
+
+def _discard(fd: int, path: str):
+    "Close and remove a shard that was never handed over, so that no empty shard is left behind."
+    os.close(fd)
+    try: os.unlink(path)
+    except OSError: pass
+
+_SHARD_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
 def _create_shard(directory: str) -> tuple[int, str]:
     "A new, empty shard in `directory` (made if need be): an append-only file descriptor and its path."
     _make_directory(directory)
-    fd, path = tempfile.mkstemp(prefix=SHARD_PREFIX, suffix=SHARD_SUFFIX, dir=directory)
-    if fcntl is not None:
-        try: fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-        except OSError: os.close(fd); os.unlink(path); raise
-    return fd, path
+    while True:
+        path, fd = None, None
+        try:
+            path = os.path.join(directory, SHARD_PREFIX + base64.b32encode(os.urandom(5)).decode().lower() + SHARD_SUFFIX)
+            fd = os.open(path, _SHARD_FLAGS, 0o600)
+            return fd, path
+        except FileExistsError: continue  # another file has that name: draw another, as mkstemp does
+        except BaseException as failure:
+            if fd is None and path is not None and not _owned(failure):  # an interrupt may have come as `open` returned
+                try: os.unlink(path)
+                except OSError: pass
+            raise
+
+# %% ../nbs/02_writer.ipynb #5fd2cd4c
+try:
+    import ctypes
+    _statx = ctypes.CDLL(None).statx  # int statx(int, const char *, int, unsigned, struct statx *): ctypes' defaults fit
+except (ImportError, OSError, AttributeError): _statx = None  # not Linux, or a libc without statx: fstat does
+_AT_EMPTY_PATH, _STATX_NLINK = 0x1000, 0x4  # from <fcntl.h> and <linux/stat.h>
+
+def _link_count_buffer() -> tuple:
+    "A buffer for one `struct statx`, and a view of its `stx_nlink` field; `(None, None)` when there is no statx."
+    if _statx is None: return None, None
+    buffer = ctypes.create_string_buffer(256)
+    return buffer, ctypes.c_uint32.from_buffer(buffer, 16)  # stx_nlink follows stx_mask, stx_blksize, stx_attributes
 
 # %% ../nbs/02_writer.ipynb #91952e7f
-class _Shard:
-    "One shard file this process appends to: its descriptor, path, and the bytes of whole lines it holds."
-    def __init__(self, directory: str):
-        self.fd, self.path = _create_shard(directory)
-        self.size, self.torn, self.identity = 0, False, os.fstat(self.fd)
+class _ShardDeleted(FileNotFoundError):
+    "The shard being written has no name left: it, or its directory, was deleted."
 
-    def append(self, data: bytes):
-        "Append `data` whole (retrying the rest of a short write); on failure, cut the file back to `size` and raise."
-        written = 0
+class _Shard:
+    "One shard file this process appends to: its descriptor and path, and the size and digests of the whole lines it holds."
+    def __init__(self, directory: str, writer=None):
+        "Make a new shard in `directory`, and hand it to `writer` last, so that no interrupt can lose the file it made."
+        self.statx, self.links = _link_count_buffer()  # where statx leaves the link count (None: ask fstat)
+        self.size, self.seen, self.pending, self.torn = 0, set(), None, False
+        self.fd, self.path = _create_shard(directory)
+        try: self.identity = os.fstat(self.fd)
+        except BaseException: _discard(self.fd, self.path); raise
+        if writer is not None: writer._shard = self
+
+    def append(self, data: bytes, digest: bytes):
+        "Append the line `data` whole unless it is there already; on a failure, cut back any part of it, then raise."
+        if self.pending is None and digest in self.seen: return  # a repeat: nothing to write
+        if self.statx is not None and _statx(self.fd, b"", _AT_EMPTY_PATH, _STATX_NLINK, self.statx) == 0: links = self.links.value
+        else: links = os.fstat(self.fd).st_nlink
+        if links == 0: raise _ShardDeleted(errno.ENOENT, "the shard was deleted", self.path)
+        if self.pending is not None:
+            self.settle()
+            if digest in self.seen: return
+        pending = self.pending = (len(data), digest)
         try:
-            while written < len(data):
-                done = os.write(self.fd, data[written:] if written else data)
+            written = os.write(self.fd, data)
+            while written < len(data):  # a short write (a full disk, a signal) is retried for the rest
+                done = os.write(self.fd, data[written:])
                 if done <= 0: raise OSError(errno.EIO, "the shard accepted no bytes")
                 written += done
         except BaseException:
-            if written: self._cut_back()
+            try: self.settle()
+            except OSError: pass  # `torn` says so; the next line tries again
             raise
-        self.size += written
+        if self.pending is pending:  # else a line written meanwhile (from a signal handler) settled the account already
+            self.seen.add(digest)
+            self.size, self.pending = self.size + len(data), None
 
-    def _cut_back(self):
-        "Drop a part-written line from the end of the file; remember if that failed too."
-        try: os.ftruncate(self.fd, self.size)
-        except OSError: self.torn = True
+    def settle(self):
+        "Make the account match the file: the pending line counted if it is all there, cut off if only part of it is."
+        size = os.fstat(self.fd).st_size
+        if self.pending is not None:
+            length, digest = self.pending
+            if size == self.size + length:
+                self.seen.add(digest)
+                self.size, self.pending = size, None
+                return
+            if self.size < size < self.size + length:
+                try: os.ftruncate(self.fd, self.size)
+                except OSError: self.torn = True; raise
+                size = self.size
+        self.size, self.pending = size, None
 
     def close(self):
         "Close the descriptor (once); nothing is buffered, so nothing is flushed."
@@ -118,12 +186,13 @@ def _line_name(line) -> str:
     try: return f"a {Record.of(line).type} line"
     except Exception: return f"a {type(line).__name__}"
 
+_REFUSALS = (ValueError, TypeError, RecursionError, msgspec.EncodeError)  # what `encode` raises for a line it cannot write
+
 def _prepare(line, problems: list) -> Optional[tuple[bytes, bytes]]:
     "The bytes to append for `line` (JSON and newline) and its digest; None, the problem noted, if it cannot be recorded."
     try: data = encode(line)
-    except Exception as failure:
-        why = str(failure) if isinstance(failure, (ValueError, TypeError)) else f"it could not be encoded ({type(failure).__name__}: {failure})"
-        problems.append(f"modelrecord: {_line_name(line)} was not recorded: {why}")
+    except _REFUSALS as failure:
+        problems.append(f"modelrecord: {_line_name(line)} was not recorded: {failure}")
         return None
     if len(data) + 1 > MAX_LINE_BYTES:
         problems.append(f"modelrecord: {_line_name(line)} was not recorded: it is {len(data) + 1} bytes with its newline, "
@@ -133,17 +202,16 @@ def _prepare(line, problems: list) -> Optional[tuple[bytes, bytes]]:
     return data + b"\n", _digest(data)
 
 # %% ../nbs/02_writer.ipynb #d053f0c5
+def _why(failure: OSError) -> str:
+    "A failure of the file in a message: its text, without the path the message names already."
+    return f"[Errno {failure.errno}] {failure.strerror}" if failure.strerror else str(failure)
+
 class Writer:
     "Appends lines to this process's shard in one directory; get one from `open_dir` or `open_writer`."
     def __init__(self, directory: str = ""):
         self.directory = directory  # cleaned, see `open_dir`; "" when recording is off
         self._lock, self._shard = threading.RLock(), None
         self._forget()
-
-    def _forget(self):
-        "Close the shard, if any, and start again: no digests, not stopped, owned by this process."
-        if self._shard is not None: self._shard.close()
-        self._shard, self._seen, self._stopped, self._pid = None, set(), False, os.getpid()
 
     @property
     def enabled(self) -> bool: "Whether this writer records at all."; return bool(self.directory)
@@ -154,69 +222,79 @@ class Writer:
 
     def __repr__(self):
         if not self.enabled: return "Writer(disabled)"
-        state = "stopped" if self._stopped else f"{len(self._seen)} lines in {self.shard}" if self._shard else "no shard yet"
+        state = "stopped" if self._stopped else f"{len(self._shard.seen)} lines in {self.shard}" if self._shard else "no shard yet"
         return f"Writer({self.directory!r}: {state})"
 
-def _method(name: str):
-    "Decorator: attach the function to `Writer` as its method `name`."
-    def attach(function):
-        function.__name__, function.__qualname__ = name, f"Writer.{name}"
-        setattr(Writer, name, function)
-        return function
-    return attach
+    def write(self, *lines, report: Optional[Report] = None) -> None:
+        "Append each line (a `Record`, `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`); problems go to `report`."
+        if not self.directory: return
+        if self._pid != os.getpid(): self._after_fork()
+        if self._stopped: return
+        problems, prepared = [], []
+        try:
+            for line in lines:
+                if ready := _prepare(line, problems): prepared.append(ready)
+            if prepared: self._append(prepared, problems)
+        finally:
+            if problems: _deliver(problems, report)
 
-# %% ../nbs/02_writer.ipynb #3127ad78
-@_method("write")
-def _write(self: Writer, *lines, report: Optional[Report] = None) -> None:
-    "Append each line (a `Record`, `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`); problems go to `report`."
-    if not self.directory: return
-    if self._pid != os.getpid(): self._after_fork()
-    if self._stopped: return
-    problems, prepared = [], []
-    for line in lines:
-        if ready := _prepare(line, problems): prepared.append(ready)
-    if prepared: self._append(prepared, problems)
-    if problems: _deliver(problems, report)
+    def release(self):
+        "Close this writer's shard and forget it, with its digests and any failure."
+        if self._pid != os.getpid(): return self._after_fork()
+        with self._lock: self._forget()
 
-@_method("_append")
-def _append(self: Writer, prepared: list, problems: list):
-    "Write each prepared line not written before, making the shard first if need be."
-    with self._lock:
-        for data, digest in prepared:
-            if self._stopped: return
-            if digest in self._seen: continue
-            if self._shard is None and not self._open(problems): return
-            try: self._shard.append(data)
-            except Exception as failure:
-                cut = " (and its last line may be cut short)" if self._shard.torn else ""
-                return self._stop(problems, f"modelrecord: cannot write to the shard {self._shard.path}: {_why(failure)}; "
-                                            f"it keeps the {len(self._seen)} lines written before{cut}, and nothing more will be recorded")
-            self._seen.add(digest)
+    def _append(self, prepared: list, problems: list):
+        "Write each prepared line not written before, making the shard first if need be."
+        with self._lock:
+            for data, digest in prepared:
+                if self._stopped: return
+                if self._shard is None and not self._open(problems): return
+                try: self._shard.append(data, digest)
+                except OSError as failure:
+                    if not _owned(failure): raise  # the caller's (a signal handler's TimeoutError): theirs to handle
+                    return self._stop(problems, self._cannot_write(failure))
 
-# %% ../nbs/02_writer.ipynb #6874508b
-def _why(failure: BaseException) -> str:
-    "A failure in a message: an OSError says it all, anything else is named."
-    return str(failure) if isinstance(failure, OSError) else f"{type(failure).__name__}: {failure}"
+    def _cannot_write(self, failure: OSError) -> str:
+        "The report of a shard that failed: deleted, or not writable."
+        shard = self._shard
+        kept = f"{len(shard.seen)} line{'' if len(shard.seen) == 1 else 's'}"
+        if isinstance(failure, _ShardDeleted):
+            return (f"modelrecord: the shard {shard.path} was deleted (or its directory was) after {kept} had been written "
+                    "to it; lines written now would be lost with it, so nothing more will be recorded")
+        cut = " (and its last line may be cut short)" if shard.torn else ""
+        return (f"modelrecord: cannot write to the shard {shard.path}: {_why(failure)}; "
+                f"it keeps the {kept} written before{cut}, and nothing more will be recorded")
 
-@_method("_open")
-def _open(self: Writer, problems: list) -> bool:
-    "Make this writer's shard; on failure, stop. The caller holds the lock."
-    if not os.path.isabs(self.directory):
-        return self._stop(problems, f"modelrecord: the recording directory ({DIR_ENV}) must be an absolute path, got "
-                                    f"{self.directory!r}: a relative one would put each process's shard under whatever "
-                                    "directory it runs in; nothing will be recorded")
-    try: self._shard = _Shard(self.directory)
-    except Exception as failure:
-        return self._stop(problems, f"modelrecord: cannot create a shard in {self.directory}: {_why(failure)}; nothing will be recorded")
-    return True
+    def _open(self, problems: list) -> bool:
+        "Make this writer's shard; on failure, stop. The caller holds the lock."
+        if not os.path.isabs(self.directory):
+            return self._stop(problems, f"modelrecord: the recording directory ({DIR_ENV}) must be an absolute path, got "
+                                        f"{self.directory!r}: a relative one would put each process's shard under whatever "
+                                        "directory it runs in; nothing will be recorded")
+        try: _Shard(self.directory, self)  # sets self._shard
+        except OSError as failure:
+            if not _owned(failure): raise
+            return self._stop(problems, f"modelrecord: cannot create a shard in {self.directory}: {failure}; nothing will be recorded")
+        return True
 
-@_method("_stop")
-def _stop(self: Writer, problems: list, message: str) -> bool:
-    "Note a failure nothing later can avoid and stop: later calls write nothing and report nothing."
-    self._stopped = True
-    if self._shard is not None: self._shard.close()
-    problems.append(message)
-    return False
+    def _stop(self, problems: list, message: str) -> bool:
+        "Note a failure nothing later can avoid and stop: later calls write nothing and report nothing."
+        self._stopped = True
+        if self._shard is not None: self._shard.close()
+        problems.append(message)
+        return False
+
+    def _forget(self):
+        "Close the shard, if any, and start again: no digests, not stopped, owned by this process."
+        if self._shard is not None: self._shard.close()
+        self._shard, self._stopped, self._pid = None, False, os.getpid()
+
+    def _after_fork(self):
+        "In a forked child: let go of the parent's shard, digests and lock, without touching the parent's file."
+        self._lock = threading.RLock()
+        if self._shard is not None: self._shard.close_inherited()
+        self._shard = None
+        self._forget()
 
 # %% ../nbs/02_writer.ipynb #c6145515
 _writers: dict[str, Writer] = {}  # one writer per cleaned directory, for the life of the process
@@ -237,16 +315,8 @@ def open_writer() -> Writer:
     return open_dir(os.environ.get(DIR_ENV, ""))
 
 # %% ../nbs/02_writer.ipynb #3b957fb4
-@_method("_after_fork")
-def _after_fork(self: Writer):
-    "In a forked child: let go of the parent's shard, digests and lock, without touching the parent's file."
-    self._lock = threading.RLock()
-    if self._shard is not None: self._shard.close_inherited()
-    self._shard = None
-    self._forget()
-
 def _forget_inherited_shards():
-    "Run in a child after `os.fork()`: every writer starts over in the child."
+    "Run in a child after `os.fork()`: every writer starts over in the child (`Writer._after_fork`)."
     global _registry_lock
     _registry_lock = threading.Lock()
     for writer in _writers.values(): writer._after_fork()
@@ -254,12 +324,6 @@ def _forget_inherited_shards():
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_inherited_shards)
 
 # %% ../nbs/02_writer.ipynb #401de985
-@_method("release")
-def _release(self: Writer):
-    "Close this writer's shard and forget it, with its digests and any failure."
-    if self._pid != os.getpid(): return self._after_fork()
-    with self._lock: self._forget()
-
 def release():
     "Close every open shard and forget it: the next line each writer writes starts a new shard."
     with _registry_lock: writers = list(_writers.values())

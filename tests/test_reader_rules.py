@@ -287,13 +287,13 @@ def test_tree_is_walked_sorted_depth_first(tmp_path):
 
 def test_unreadable_file_is_a_shard_error(tmp_path, monkeypatch):
     path = shard(tmp_path, line("run"))
-    real_open = builtins.open
+    real_open = os.open
 
     def denied(file, *args, **kwargs):
         if os.fspath(file) == str(path): raise PermissionError(13, "Permission denied", str(path))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", denied)
+    monkeypatch.setattr(os, "open", denied)
     with pytest.raises(ShardError) as caught: read_shards(tmp_path)
     assert (caught.value.path, caught.value.line, caught.value.field) == (str(path), None, None)
     assert "cannot be read" in caught.value.why and "Permission denied" in caught.value.why
@@ -333,21 +333,23 @@ def test_directory_named_like_a_shard(tmp_path):
     with pytest.raises(ShardError) as caught: read_shards(tmp_path)
     assert "holds no shard" in caught.value.why
     with pytest.raises(ShardError) as caught: read_shard(fake)
-    assert (caught.value.path, caught.value.line) == (str(fake), None) and "cannot be read" in caught.value.why
+    assert (caught.value.path, caught.value.line) == (str(fake), None) and "is a directory, not a regular file" in caught.value.why
     (fake / "modeleval-in.jsonl").write_text(line("run") + "\n")
     assert [s.path for s in read_shards(tmp_path)] == [str(fake / "modeleval-in.jsonl")]
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_fifo_is_never_opened(tmp_path):
-    "A FIFO named like a shard is not a regular file: the walk skips it rather than block on it."
-    os.mkfifo(tmp_path / "modeleval-fifo.jsonl")
+    "A FIFO named like a shard is not a regular file: it is refused, without blocking on it, whether listed or named."
+    fifo = tmp_path / "modeleval-fifo.jsonl"
+    os.mkfifo(fifo)
     with pytest.raises(ShardError) as caught: read_shards(tmp_path)
-    assert "holds no shard" in caught.value.why
-    with pytest.raises(ShardError) as caught: read_shards(tmp_path / "modeleval-fifo.jsonl")
-    assert caught.value.path == str(tmp_path / "modeleval-fifo.jsonl")
+    assert caught.value.path == str(fifo) and "named pipe (FIFO), not a regular file" in caught.value.why
+    with pytest.raises(ShardError) as caught: read_shards(fifo)
+    assert caught.value.path == str(fifo)
     real = shard(tmp_path, line("run"))
-    assert [s.path for s in read_shards(tmp_path)] == [str(real)]
+    shards, errors = read_shards(tmp_path, errors="collect")
+    assert [s.path for s in shards] == [str(real)] and [e.path for e in errors] == [str(fifo)]
 
 
 def test_errors_must_be_raise_or_collect(tmp_path):

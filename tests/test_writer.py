@@ -136,8 +136,8 @@ def test_the_writer_remembers_digests_not_lines(tmp_path):
     writer = open_dir(tmp_path)
     big = call(1, text="x" * 60_000)
     writer.write(big, verify())
-    assert len(writer._seen) == 2
-    assert all(type(d) is bytes and len(d) == 16 for d in writer._seen)
+    assert len(writer._shard.seen) == 2
+    assert all(type(d) is bytes and len(d) == 16 for d in writer._shard.seen)
 
 
 # --- a line that cannot be recorded costs that line --------------------------------------------
@@ -314,15 +314,20 @@ def test_a_short_write_is_completed(tmp_path, monkeypatch):
     assert lines_of(tmp_path) == [encode(verify(0))] + [encode(line) for line in lines]
 
 
-def test_an_unexpected_failure_while_writing_stops_the_writer_and_is_reported(tmp_path, monkeypatch):
-    def broken(self, data):
+def test_an_unexpected_exception_while_writing_is_the_callers_and_stops_nothing(tmp_path, monkeypatch):
+    "Not an OSError with an errno, so not the writer's failure: it reaches the caller, and the writer carries on."
+    real_write = os.write
+    def broken(fd, data):
+        monkeypatch.setattr(os, "write", real_write)
         raise RuntimeError("surprise")
-    monkeypatch.setattr(writer_module._Shard, "append", broken)
     said = []
     writer = open_dir(tmp_path)
     writer.write(verify(1), report=said.append)
+    monkeypatch.setattr(os, "write", broken)
+    with pytest.raises(RuntimeError, match="surprise"):
+        writer.write(verify(2), report=said.append)
     writer.write(verify(2), report=said.append)
-    assert len(said) == 1 and "RuntimeError: surprise" in said[0] and writer.stopped
+    assert said == [] and not writer.stopped and lines_of(tmp_path) == [encode(verify(1)), encode(verify(2))]
 
 
 # --- on a real file system: a tiny tmpfs ----------------------------------------------------------
@@ -431,14 +436,15 @@ def test_a_reporter_waiting_on_another_threads_write_does_not_deadlock(tmp_path)
 def test_a_signal_handler_that_records_in_the_middle_of_a_write_does_not_deadlock(tmp_path, monkeypatch):
     import threading
     writer = open_dir(tmp_path)
-    real_append = writer_module._Shard.append
+    real_write = os.write
 
-    def append_then_interrupt(self, data):
-        real_append(self, data)
+    def write_then_interrupt(fd, data):
+        done = real_write(fd, data)
         if b'"a1"' in data:  # as a signal handler would, on this thread, between two lines of one call
             writer.write(verify(99))
+        return done
 
-    monkeypatch.setattr(writer_module._Shard, "append", append_then_interrupt)
+    monkeypatch.setattr(os, "write", write_then_interrupt)
     caller = threading.Thread(target=writer.write, args=(verify(1), verify(2)), daemon=True)
     caller.start()
     caller.join(10)
