@@ -92,7 +92,7 @@ def test_explore_page_in_chromium(server):
             page.on("requestfailed", lambda r: failed.append(f"{r.url}: {r.failure}"))
             page.on("console", lambda m: m.type == "error" and errors.append(m.text))
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url)
+            page.goto(url, timeout=90_000)  # the first view waits for the kernel warming as the server starts
 
             # The page, loaded: the status, the summary, the plots, the first page of attempts.
             page.wait_for_selector(".mr-table table", timeout=60_000)
