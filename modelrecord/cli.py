@@ -174,7 +174,7 @@ def explore(args) -> int:
             from modelrecord.score import load_key
             load_key(args.key)  # a malformed key is refused before a server starts
     except (ShardError, ValueError) as error: return _refused(error)
-    return serve(tree, port=args.port, key=args.key)
+    return serve(tree, port=args.port, allow_any_path=args.allow_any_path, idle_timeout=args.idle_timeout, key=args.key)
 
 # %% ../nbs/17_cli.ipynb #eae69e51
 def _changed_items(comparison, limit: int = 15) -> list:
@@ -243,6 +243,10 @@ def parser() -> argparse.ArgumentParser:
     show = command("explore", explore, "serve the explorer of a tree as a web page on 127.0.0.1 (Ctrl-C stops it)")
     show.add_argument("--port", type=int, default=0, help="the port to serve on (default: a free one)")
     show.add_argument("--key", help="an answer key (JSON or YAML): the page shows each attempt's verdict against it")
+    show.add_argument("--allow-any-path", action="store_true",
+                      help="let the page's path box open any path this user can read (default: only PATH and under it)")
+    show.add_argument("--idle-timeout", type=int, default=600, metavar="SECONDS",
+                      help="shut down a page's kernel idle this long with no page connected (default: 600)")
     against = commands.add_parser("compare", help="compare two runs: two trees, or two runs or commits of one tree")
     against.add_argument("paths", nargs="+", metavar="TREE", help="BEFORE AFTER, or one TREE with --runs or --commits")
     which = against.add_mutually_exclusive_group()

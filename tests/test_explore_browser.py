@@ -19,36 +19,12 @@ import pytest
 
 from modelrecord.sample import example_tree
 from modelrecord.tables import load
+from processes import alive, descendants, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def descendants(pid: int) -> list:
-    "The processes started by `pid`, and by them, from /proc (Linux)."
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try: children = [int(c) for c in (task / "children").read_text().split()]
-            except OSError: continue
-            found += children
-            todo += children
-    return found
-
-
-def alive(pid: int) -> bool:
-    "Whether `pid` runs (a zombie, dead but not yet reaped, does not)."
-    try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError: return False
 
 
 def listening_addresses(port: int) -> set:
@@ -149,7 +125,7 @@ def test_explore_page_in_chromium(server):
                 page.on("requestfailed", lambda r: failed.append(f"{r.url}: {r.failure}"))
                 page.on("console", lambda m: m.type == "error" and errors.append(m.text))
                 page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(url)
+                page.goto(url, timeout=90_000)  # the first view waits for the kernel warming as the server starts
 
                 # The page, loaded: the status, the summary and the plots in the Overview.
                 page.wait_for_selector(".mr-summary table", timeout=120_000)

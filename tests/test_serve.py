@@ -1,8 +1,14 @@
-"""`serve` refuses what it cannot serve before anything starts (the served page itself: tests/test_explore_browser.py)."""
+"""`serve` refuses what it cannot serve before anything starts, and the served page's explorer opens
+only the tree it was started on (the server itself, in a browser: tests/test_serve_browser.py)."""
+import shutil
 import socket
 
+import pytest
+
 from modelrecord.sample import example_tree
-from modelrecord.serve import serve
+from modelrecord.serve import ANY_PATH_ENV, PATH_ENV, page_explorer, serve
+
+SECRET = "SECRET-VALUE-4711"
 
 
 def test_a_busy_port_is_refused_before_anything_starts(capsys):
@@ -11,3 +17,62 @@ def test_a_busy_port_is_refused_before_anything_starts(capsys):
         taken.listen()
         assert serve(example_tree(), port=taken.getsockname()[1]) == 1
     assert "is in use" in capsys.readouterr().err
+
+
+@pytest.fixture
+def trees(tmp_path):
+    "`(tree, outside)`: a copy of the example tree, and beside it a shard outside it whose only line quotes a secret."
+    tree = tmp_path / "tree"
+    shutil.copytree(example_tree(), tree)
+    outside = tmp_path / "elsewhere" / "modeleval-secret.jsonl"
+    outside.parent.mkdir()
+    outside.write_text('{"type": "%s"}\n' % SECRET)  # the reader's refusal of this line would quote the value
+    return tree, outside
+
+
+def page(tree, **environ):
+    "The explorer the served page shows for `tree`, as the page's kernel makes it."
+    explorer = page_explorer({PATH_ENV: str(tree), **environ})
+    assert explorer.error is None and explorer.tree is not None
+    return explorer
+
+
+def test_the_path_box_does_not_open_etc(trees):
+    tree, _ = trees
+    explorer = page(tree)
+    for elsewhere in ("/etc", "/etc/passwd", "..", "/", "ce/../../.."):
+        explorer.path.value = elsewhere
+        explorer.load()
+        assert "is outside the tree this page serves" in explorer.status.value, elsewhere
+        assert explorer.tree.path.resolve() == tree.resolve()  # still showing the tree, nothing else was read
+    explorer.path.value = "/etc"
+    explorer.refresh()
+    assert "is outside the tree" in explorer.status.value and "root:" not in explorer.status.value
+    explorer.close()
+
+
+def test_a_file_outside_the_tree_is_refused_without_echoing_its_values(trees):
+    tree, outside = trees
+    explorer = page(tree)
+    (tree / "ce" / "modeleval-link.jsonl").symlink_to(outside)  # inside by name, outside once resolved
+    for name in (str(outside), str(outside.parent), "../elsewhere/modeleval-secret.jsonl", "ce/modeleval-link.jsonl", "ce"):
+        explorer.load(name)
+        assert "is outside the tree" in explorer.status.value, name
+        assert SECRET not in explorer.status.value, name
+    explorer.close()
+
+
+def test_a_subdirectory_of_the_tree_opens(trees):
+    tree, _ = trees
+    explorer = page(tree)
+    explorer.load("ce")
+    assert explorer.error is None and explorer.tree.path.resolve() == (tree / "ce").resolve()
+    explorer.close()
+
+
+def test_allow_any_path_opens_the_page_up(trees):
+    tree, outside = trees
+    explorer = page(tree, **{ANY_PATH_ENV: "1"})
+    explorer.load(str(outside))  # read, and refused by the reader, as any tree the page may open
+    assert "is outside" not in explorer.status.value and "is not a line type" in explorer.status.value
+    explorer.close()
