@@ -508,7 +508,7 @@ class Tables:
     def _repr_html_(self):
         source = "each run's own prices" if self.prices is None else "prices given to <code>priced()</code>"
         problems = f" {len(self.problems)} lines refused (see <code>.problems</code>)." if len(self.problems) else ""
-        return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; shards under <code>{self.root}</code>.{problems}</p>"
+        return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; shards under <code>{os.path.relpath(self.root)}</code>.{problems}</p>"
 
     def where(self, attempts=None, /, **conditions) -> "Tables":
         "These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the boolean mask `attempts`."
