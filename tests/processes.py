@@ -1,6 +1,15 @@
 """What the browser tests need to know of the processes a server starts (Linux /proc): a free port,
-a process's descendants, whether one still runs, its command line."""
+a process's descendants, whether one still runs, its command line; and `modelrecord explore` run
+until its address is printed, then stopped by PID with everything it started."""
+import os
+import queue
+import signal
 import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -34,3 +43,30 @@ def cmdline(pid: int) -> str:
     "The command line of `pid`, as any local user can read it ('' once it is gone)."
     try: return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError: return ""
+
+
+@contextmanager
+def explore_server(log, *arguments: str, wait: float = 90):
+    "`modelrecord explore *arguments`, stderr to the open file `log`: `(url, process, lines)` once it prints its address."
+    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())", "explore", *arguments]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    started = set()
+    try:
+        deadline, url = time.monotonic() + wait, None
+        while url is None and time.monotonic() < deadline and process.poll() is None:
+            try: line = lines.get(timeout=0.5)
+            except queue.Empty: continue
+            if " at http://" in line: url = line.split(" at ", 1)[1].split()[0]
+        assert url, f"no address printed within {wait:.0f} s (status {process.poll()}; see {log.name})"
+        started.update(descendants(process.pid))
+        yield url, process, lines
+    finally:
+        started.update(descendants(process.pid))
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try: process.wait(30)
+            except subprocess.TimeoutExpired: process.kill(); process.wait()
+        for pid in started:
+            if alive(pid): os.kill(pid, signal.SIGKILL)

@@ -4,13 +4,8 @@ Chromium is Debian's (`/usr/bin/chromium`), driven through Playwright's Python p
 `executable_path`: Playwright's own browser download is never used. The page must load nothing from
 another host than 127.0.0.1. Screenshots go to `test-artifacts/explore-<width>-<tab>.png`.
 """
-import os
-import queue
 import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -19,7 +14,7 @@ import pytest
 
 from modelrecord.sample import example_tree
 from modelrecord.tables import load
-from processes import alive, descendants, free_port
+from processes import alive, descendants, explore_server, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -42,35 +37,13 @@ def listening_addresses(port: int) -> set:
 
 @pytest.fixture
 def server():
-    "`modelrecord explore` of the example tree on a free port: `(url, process)`; always stopped by PID afterwards."
+    "`modelrecord explore` of the example tree on a free port: `(url, process, port, lines)`; always stopped by PID afterwards."
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "explore-server.log", "w")
-    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())",
-               "explore", str(example_tree()), "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
-    lines = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
-    started = set()
-    try:
-        deadline, url = time.monotonic() + 60, None
-        while url is None and time.monotonic() < deadline and process.poll() is None:
-            try: line = lines.get(timeout=0.5)
-            except queue.Empty: continue
-            if " at http://" in line: url = line.split(" at ", 1)[1].split()[0]
-        assert url, f"no address printed within 60 s (status {process.poll()}; see {ARTIFACTS / 'explore-server.log'})"
+    with open(ARTIFACTS / "explore-server.log", "w") as log, \
+         explore_server(log, str(example_tree()), "--port", str(port), wait=60) as (url, process, lines):
         assert urlsplit(url).hostname == "127.0.0.1" and urlsplit(url).port == port
-        started.update(descendants(process.pid))
         yield url, process, port, lines
-    finally:
-        started.update(descendants(process.pid))
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try: process.wait(30)
-            except subprocess.TimeoutExpired: process.kill(); process.wait()
-        for pid in started:
-            if alive(pid): os.kill(pid, signal.SIGKILL)
-        log.close()
 
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

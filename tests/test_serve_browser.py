@@ -6,11 +6,6 @@ Chromium is Debian's (`/usr/bin/chromium`), driven through Playwright's Python p
 the command line starts it and stopped by PID, with every process it started.
 """
 import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from modelrecord.sample import example_tree
-from processes import alive, cmdline, descendants, free_port
+from processes import alive, cmdline, descendants, explore_server, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 browser_needed = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
@@ -47,30 +42,8 @@ def explore(tmp_path, *options, tree=None):
     "Run `modelrecord explore` of `tree` (default: the example tree) with `options`; stop it, and all it started, by PID."
     port = free_port()
     log_path = tmp_path / f"server-{port}.log"
-    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())",
-               "explore", str(tree or example_tree()), "--port", str(port), *options]
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
-    lines = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
-    started = set()
-    try:
-        deadline, url = time.monotonic() + 90, None
-        while url is None and time.monotonic() < deadline and process.poll() is None:
-            try: line = lines.get(timeout=0.5)
-            except queue.Empty: continue
-            if " at http://" in line: url = line.split(" at ", 1)[1].split()[0]
-        assert url, f"no address printed within 90 s (status {process.poll()}): {log_path.read_text()}"
-        started.update(descendants(process.pid))
-        yield Server(url, process, log_path)
-    finally:
-        started.update(descendants(process.pid))
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try: process.wait(30)
-            except subprocess.TimeoutExpired: process.kill(); process.wait()
-        for pid in started:
-            if alive(pid): os.kill(pid, signal.SIGKILL)
+    with open(log_path, "w") as log, explore_server(log, str(tree or example_tree()), "--port", str(port), *options) as started:
+        yield Server(started[0], started[1], log_path)
 
 
 @contextmanager
