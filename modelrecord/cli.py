@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from .formatting import plural
 from .reader import ShardError, read_shards
 
 # %% ../nbs/17_cli.ipynb #5e05b919
@@ -63,7 +64,7 @@ def validate(args) -> int:
         return 0
     for problem in problems: print(f"modelrecord: {problem}", file=sys.stderr)
     refused = len({problem.path for problem in problems})
-    print(f"modelrecord: {tree}: {len(problems)} problem{'s' * (len(problems) != 1)} in {refused} of {len(shards)} shards "
+    print(f"modelrecord: {tree}: {plural(len(problems), 'problem')} in {refused} of {len(shards)} shards "
           f"({lines} lines read)", file=sys.stderr)
     return 1
 

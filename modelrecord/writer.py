@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
+from .formatting import plural
 from .record import DIR_ENV, MAX_LINE_BYTES, SHARD_PREFIX, SHARD_SUFFIX, Record, encode
 
 # %% ../nbs/02_writer.ipynb #1a829fef
@@ -257,7 +258,7 @@ class Writer:
     def _cannot_write(self, failure: OSError) -> str:
         "The report of a shard that failed: deleted, or not writable."
         shard = self._shard
-        kept = f"{len(shard.seen)} line{'' if len(shard.seen) == 1 else 's'}"
+        kept = plural(len(shard.seen), "line")
         if isinstance(failure, _ShardDeleted):
             return (f"modelrecord: the shard {shard.path} was deleted (or its directory was) after {kept} had been written "
                     "to it; lines written now would be lost with it, so nothing more will be recorded")
