@@ -8,11 +8,11 @@ __all__ = ['OUTCOME_COMPLETED', 'OUTCOME_FAILED', 'OUTCOME_GITLAB_REFUSED', 'OUT
            'MATCHED_BY', 'ATTEMPT_WHY', 'STEP_WHY', 'ARGUMENT_WHY', 'TRUTHS', 'MODE_READ_ONLY', 'MODE_SAFE',
            'MODE_DEFAULT', 'SERVER_REFUSALS', 'WITHHELD_MARKER', 'CONFIRM_PLACES', 'REFUSED_INVALID_PARAMS',
            'REFUSED_NEEDS_CONFIRMATION', 'REFUSED_UNKNOWN_ACTION', 'SENT_BACK', 'ROW_COLUMNS', 'ATTEMPT_FIELDS',
-           'STEP_FIELDS', 'ARGUMENT_FIELDS', 'PUBLISHED', 'PUBLISHED_TITLES', 'DEFAULT_BY', 'Produced', 'Argument',
-           'Step', 'Flags', 'Surface', 'AnswerKeyError', 'AnswerKey', 'load_key', 'check_key', 'go_number', 'canonical',
-           'canonical_value', 'values_equal', 'raw_fields', 'CallView', 'call_view', 'AttemptView', 'ended_in_text',
-           'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio', 'overhead_text',
-           'Scores', 'table_text']
+           'STEP_FIELDS', 'ARGUMENT_FIELDS', 'PUBLISHED', 'PROPORTIONS', 'PUBLISHED_TITLES', 'DEFAULT_BY', 'Produced',
+           'Argument', 'Step', 'Flags', 'Surface', 'AnswerKeyError', 'AnswerKey', 'load_key', 'check_key', 'go_number',
+           'canonical', 'canonical_value', 'values_equal', 'raw_fields', 'CallView', 'call_view', 'AttemptView',
+           'ended_in_text', 'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio',
+           'overhead_text', 'Scores', 'published_table', 'table_text']
 
 # %% ../nbs/08_score.ipynb #55b014e5
 import math
@@ -867,18 +867,23 @@ def overhead_text(find: int, invalid_params: int, steps: int) -> str:
     return f"{find + invalid_params} / {steps} ({find} find, {invalid_params} invalid_params)"
 
 # %% ../nbs/08_score.ipynb #76b6f8e0
-PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion", "overhead")  # in the reference's order
+PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion",
+             "overhead")  # in the reference's order
+PROPORTIONS = PUBLISHED[:-1]  # the published columns that are shares (overhead is calls per step: it can pass 1)
 PUBLISHED_TITLES = dict(zip(PUBLISHED, ("Clean", "Reached", "Accepted first time", "Argument fidelity", "Confirmation",
                                         "Unaided", "Completion", "Overhead")))
 DEFAULT_BY = ("model", "surface")
 
-def _tally(kind: str, value: str) -> str: return f"{kind}_{value.replace('-', '_')}"  # declines_by_text, confirmations_server_aided
+def _tally(kind: str, value: str) -> str:
+    "A tally's column name: declines_by_text, confirmations_server_aided."
+    return f"{kind}_{value.replace('-', '_')}"
 
 def _counts(self, by: list) -> pd.DataFrame:
-    "The numerators, denominators and tallies of each row of `by`."
+    "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."
     a = self.attempts
     scored = a.outcome.isin(SCORED_OUTCOMES)
-    parts = pd.DataFrame({"attempts": scored, "turns": a.turns, **{o: a.outcome == o for o in VERDICT_OUTCOMES}}, index=a.index)
+    parts = pd.DataFrame({"attempts": scored, "turns": a.turns, **{o: a.outcome == o for o in VERDICT_OUTCOMES}},
+                         index=a.index)
     for name, hit in (("completion", a.outcome == OUTCOME_COMPLETED), ("unaided", a.unaided), ("clean", a.clean)):
         parts[f"{name}_numerator"], parts[f"{name}_denominator"] = hit & scored, scored
     parts["find"], parts["invalid_params"] = a.discovery.where(scored, 0), a.invalid_params.where(scored, 0)
@@ -887,7 +892,8 @@ def _counts(self, by: list) -> pd.DataFrame:
     s = s[counted]
     reached = s.reached | (s.decline != "")
     steps = pd.DataFrame({"reached_numerator": ~s.optional & reached, "reached_denominator": ~s.optional,
-                          "accepted_first_time_numerator": reached & s.accepted_first_time, "accepted_first_time_denominator": reached,
+                          "accepted_first_time_numerator": reached & s.accepted_first_time,
+                          "accepted_first_time_denominator": reached,
                           "overhead_denominator": reached,
                           "confirmation_numerator": s.destructive & s.confirmation.isin(("unaided", "server-aided")),
                           "confirmation_denominator": s.destructive,
@@ -898,8 +904,8 @@ def _counts(self, by: list) -> pd.DataFrame:
     g = g[g.attempt_key.map(scored).to_numpy(dtype=bool) & g.compared.to_numpy(dtype=bool)]
     g = g.merge(self.steps[["attempt_key", "position", "observed"]], on=["attempt_key", "position"])
     g = g[g.observed]
-    fidelity = pd.DataFrame({"argument_fidelity_numerator": g.matched.to_numpy(), "argument_fidelity_denominator": True,
-                             "attempt_key": g.attempt_key.to_numpy()})
+    fidelity = pd.DataFrame({"argument_fidelity_numerator": g.matched.to_numpy(),
+                             "argument_fidelity_denominator": True, "attempt_key": g.attempt_key.to_numpy()})
     per_attempt = parts.astype(np.int64)
     for extra in (steps, fidelity):
         per_attempt = per_attempt.join(extra.groupby("attempt_key").sum().astype(np.int64), how="left")
@@ -945,37 +951,53 @@ def _tool_schema_digests(self) -> pd.Series:
         for shard in self.attempts.shard.unique():
             path = os.path.join(self.tables.root, shard) if self.tables.root is not None else shard
             for record in read_shard(path).records:
-                if record.type == "session": found.setdefault((shard, record.session.label), record.session.tool_schema_digests)
+                if record.type == "session":
+                    found.setdefault((shard, record.session.label), record.session.tool_schema_digests)
         self._digests = pd.Series([found.get((s, l), {}).get(m, "") for s, l, m in
-                                   zip(self.attempts.shard, self.attempts.session, self.attempts.model)], index=self.attempts.index)
+                                   zip(self.attempts.shard, self.attempts.session, self.attempts.model)],
+                                  index=self.attempts.index)
     return self._digests
 
-def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
-    "The published columns per row of `by` (attempt columns; 'row' is the reference's row identity): each as text, numerator and denominator, then the tallies."
-    by = list(ROW_COLUMNS) if by == "row" else [by] if isinstance(by, str) else list(by)
-    if "tool_schema_digest" in by and "tool_schema_digest" not in self.attempts: self.attempts["tool_schema_digest"] = _tool_schema_digests(self)
-    unknown = [name for name in by if name not in self.attempts.columns]
-    if unknown: raise ValueError(f"table() groups by columns of Scores.attempts; {', '.join(map(repr, unknown))} is not one "
-                                 f"(they are: {', '.join(self.attempts.columns)})")
-    counts = self.counts(by)
+def published_table(per_case: pd.DataFrame, # `Scores.counts([*by, "case"])`: counts per row and case (the last level)
+                   ) -> pd.DataFrame:
+    "The published columns per row: each as text, numerator and denominator, shares with their intervals, then the tallies."
+    from modelrecord.summary import clustered_proportions
+    rows = 0 if per_case.index.nlevels == 2 else list(range(per_case.index.nlevels - 1))
+    counts = per_case.groupby(level=rows, sort=True, dropna=False).sum()
     counts["overhead_numerator"] = counts["find"] + counts["invalid_params"]
     out = pd.DataFrame(index=counts.index)
     out["attempts"] = counts.attempts
     for name in PUBLISHED:
         n, d = counts[f"{name}_numerator"], counts[f"{name}_denominator"]
-        out[name] = ([overhead_text(f, i, s) for f, i, s in zip(counts["find"], counts["invalid_params"], d)] if name == "overhead"
-                     else [str(Ratio(a, b)) for a, b in zip(n, d)])
+        out[name] = ([overhead_text(f, i, s) for f, i, s in zip(counts["find"], counts["invalid_params"], d)]
+                     if name == "overhead" else [str(Ratio(a, b)) for a, b in zip(n, d)])
         out[f"{name}_numerator"], out[f"{name}_denominator"] = n, d
+        if name == "overhead": continue
+        spread = clustered_proportions(per_case[f"{name}_numerator"], per_case[f"{name}_denominator"])
+        for column in ("low", "high", "clusters"): out[f"{name}_{column}"] = spread[column].to_numpy()
+        out[f"{name}_se"] = spread.clustered_se.to_numpy()
     tallies = ["find", "invalid_params", "turns", *VERDICT_OUTCOMES, *(_tally("declines", d) for d in DECLINES),
                *(_tally("confirmations", c) for c in CONFIRMATIONS)]
     for name in tallies: out[name] = counts[name]
     return out
 
+def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
+    "The published columns per row of `by` (attempt columns; 'row' is the reference's row identity), with intervals."
+    by = list(ROW_COLUMNS) if by == "row" else [by] if isinstance(by, str) else list(by)
+    if "tool_schema_digest" in by and "tool_schema_digest" not in self.attempts:
+        self.attempts["tool_schema_digest"] = _tool_schema_digests(self)
+    unknown = [name for name in by if name not in self.attempts.columns]
+    if unknown: raise ValueError(f"table() groups by columns of Scores.attempts; {', '.join(map(repr, unknown))} "
+                                 f"is not one (they are: {', '.join(self.attempts.columns)})")
+    if "case" not in by: return published_table(self.counts([*by, "case"]))
+    per_case = self.counts(by)
+    return published_table(per_case.set_index(per_case.index.get_level_values("case").rename("cluster"), append=True))
+
 Scores.table = _table
 
 # %% ../nbs/08_score.ipynb #cd02af3c
-_JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why", "reason",
-                 "discovery", "invalid_params", "unaided", "verified", "clean")
+_JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
+                 "reason", "discovery", "invalid_params", "unaided", "verified", "clean")
 _APART_TALLIES = ("skipped", "unobserved", "provider_error", "harness_error", "gitlab_refused")
 
 def _scalars(column: pd.Series) -> list:
@@ -991,8 +1013,10 @@ def _records(frame: pd.DataFrame, fields: Sequence[str]) -> list:
 
 def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
     "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
+    from modelrecord.summary import table_proportion
     arguments = {}
-    for key, record in zip(zip(self.arguments.attempt_key.tolist(), self.arguments.position.tolist()), _records(self.arguments, ARGUMENT_FIELDS)):
+    places = zip(self.arguments.attempt_key.tolist(), self.arguments.position.tolist())
+    for key, record in zip(places, _records(self.arguments, ARGUMENT_FIELDS)):
         arguments.setdefault(key, []).append(record)
     steps = {}
     for at, record in zip(self.steps.attempt_key.tolist(), _records(self.steps, STEP_FIELDS)):
@@ -1009,11 +1033,13 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
         out = dict(zip(table.index.names, labels))
         out["attempts"] = row["attempts"]
         for name in PUBLISHED:
-            out[name] = {"numerator": row[f"{name}_numerator"], "denominator": row[f"{name}_denominator"], "text": row[name]}
+            parts = {"numerator": row[f"{name}_numerator"], "denominator": row[f"{name}_denominator"], "text": row[name]}
+            out[name] = parts if name == "overhead" else {**table_proportion(row, name), "text": row[name]}
         out.update({name: row[name] for name in (*_APART_TALLIES, "find", "invalid_params", "turns")})
         out["outcomes"] = {o: row[o] for o in VERDICT_OUTCOMES if row[o]}
         out["declines"] = {d: row[_tally("declines", d)] for d in DECLINES if row[_tally("declines", d)]}
-        out["confirmations"] = {c: row[_tally("confirmations", c)] for c in CONFIRMATIONS if row[_tally("confirmations", c)]}
+        out["confirmations"] = {c: row[_tally("confirmations", c)] for c in CONFIRMATIONS
+                                if row[_tally("confirmations", c)]}
         rows.append(out)
     return {"attempts": attempts, "rows": rows}
 
@@ -1021,12 +1047,20 @@ Scores.to_json = _to_json
 
 # %% ../nbs/08_score.ipynb #4df4265c
 def table_text(table: pd.DataFrame) -> str:
-    "A `Scores.table()` as aligned text: the published columns, the tallies counted apart, and what the denominators are."
-    from modelrecord.summary import _aligned, _label
+    "A `Scores.table()` as aligned text: the published columns with intervals, the tallies counted apart, the notes."
+    from modelrecord.summary import _aligned, _fraction, _label, clustered_text
     name = " / ".join(str(n) for n in table.index.names)
-    shown = pd.DataFrame({name: _label(table.index), "attempts": table.attempts.to_numpy(),
-                          **{PUBLISHED_TITLES[c]: table[c].to_numpy() for c in PUBLISHED},
+    labels = _label(table.index)
+    share = lambda c: [_fraction(*parts) for parts in zip(*(table[f"{c}_{p}"] for p in ("numerator", "denominator", "low", "high")))]
+    shown = pd.DataFrame({name: labels, "attempts": table.attempts.to_numpy(),
+                          **{PUBLISHED_TITLES[c]: table[c].to_numpy() if c == "overhead" else share(c) for c in PUBLISHED},
                           **{t: table[t].to_numpy() for t in _APART_TALLIES}})
     note = [f"attempts = verdicts {', '.join(SCORED_OUTCOMES)}: the denominator of Clean, Unaided and Completion;",
-            f"{', '.join(_APART_TALLIES)} are counted apart and nowhere else."]
-    return "\n".join([*_aligned(shown), *note]) + "\n"
+            f"{', '.join(_APART_TALLIES)} are counted apart and nowhere else; [low-high] is the 95% Wilson interval."]
+    clustered = table[[f"{c}_se" for c in PROPORTIONS]].notna().any(axis=1).to_numpy()
+    if not clustered.any(): return "\n".join([*_aligned(shown), *note]) + "\n"
+    spread = pd.DataFrame({name: labels, **{PUBLISHED_TITLES[c]: [clustered_text(se, g) for se, g in
+                                                                  zip(table[f"{c}_se"], table[f"{c}_clusters"])]
+                                            for c in PROPORTIONS}})[clustered]
+    heading = "Standard errors clustered by case, in percentage points (cases), where a case holds several observations"
+    return "\n".join([*_aligned(shown), *note, "", heading, *_aligned(spread)]) + "\n"
