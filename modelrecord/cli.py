@@ -74,7 +74,8 @@ def validate(args) -> int:
 def _repeats(tables, k: int, verdict=None) -> dict:
     "Per model: its pass@k and pass^k records (`k`, `value`, `low`, `high`, `cases`, `left_out`)."
     from modelrecord.compare import pass_at_k, pass_hat_k
-    tables_k = {"pass_at_k": pass_at_k(tables, k, verdict=verdict), "pass_hat_k": pass_hat_k(tables, k, verdict=verdict)}
+    tables_k = {"pass_at_k": pass_at_k(tables, k, verdict=verdict),
+                "pass_hat_k": pass_hat_k(tables, k, verdict=verdict)}
     number = lambda v: None if v != v else float(v)
     return {model: {name: {"k": k, **{c: number(frame.loc[model, c]) for c in ("value", "low", "high")},
                            "cases": int(frame.loc[model, "cases"]), "left_out": int(frame.loc[model, "left_out"])}
@@ -110,7 +111,8 @@ def summary(args) -> int:
     for problem in tables.problems.itertuples():
         print(f"modelrecord: skipped {ShardError(problem.shard, problem.line, problem.field, problem.why)}",
               file=sys.stderr)
-    if len(tables.problems): print(f"modelrecord: {len(tables.problems)} lines refused, the rest summarised", file=sys.stderr)
+    if len(tables.problems): print(f"modelrecord: {len(tables.problems)} lines refused, the rest summarised",
+                                   file=sys.stderr)
     try: table = summarise(tables, by=by)
     except ValueError as error: return _misused(error)
     verdict = (args.verdict or "clean") if scored is not None else None
@@ -118,7 +120,8 @@ def summary(args) -> int:
     verdicts = None if scored is None else scored.table(by)
     if args.json:
         rows = [{**row, **repeats.get(row.get("model"), {})} for row in summary_records(table, verdicts)]
-        print(json.dumps({"rows": rows} if verdict is None else {"success": f"verdict {verdict}", "rows": rows}, indent=2))
+        print(json.dumps({"rows": rows} if verdict is None else {"success": f"verdict {verdict}", "rows": rows},
+                         indent=2))
         return 0
     print(f"Summary of {args.path}" if args.path else f"Summary of the bundled example tree ({tree})")
     success = "completed" if verdict is None else f"verdict {verdict}"
@@ -155,7 +158,8 @@ def score(args) -> int:
     from modelrecord.score import AnswerKeyError, table_text
     from modelrecord.tables import load
     if args.path and not args.key:
-        print("modelrecord: score needs the answer key of the tree: give it with --key KEY (JSON or YAML)", file=sys.stderr)
+        print("modelrecord: score needs the answer key of the tree: give it with --key KEY (JSON or YAML)",
+              file=sys.stderr)
         return 2
     if not args.path:
         from modelrecord.sample import example_key
@@ -193,7 +197,8 @@ def _changed_items(comparison, limit: int = 15) -> list:
     change = items.after_successes / items.after_attempts - items.before_successes / items.before_attempts
     order = change[change != 0].abs().sort_values(ascending=False, kind="stable").index[:limit]
     lines = [f"  {model} {case}/{surface}: {items.before_successes[key]}/{items.before_attempts[key]} -> "
-             f"{items.after_successes[key]}/{items.after_attempts[key]}" for key in order for model, case, surface in [key]]
+             f"{items.after_successes[key]}/{items.after_attempts[key]}" for key in order
+             for model, case, surface in [key]]
     if not lines: return ["No item changed."]
     return [f"Items that changed most ({len(order)} of {int((change != 0).sum())}):", *lines]
 
@@ -207,7 +212,8 @@ def compare(args) -> int:
         return _misused("give two trees (BEFORE AFTER), or one tree with --runs or --commits")
     if not 0 < args.alpha < 1: return _misused(f"--alpha must be between 0 and 1, not {args.alpha}")
     keys = args.key or []
-    if len(keys) > (1 if pick else 2): return _misused("--key takes one answer key, or two (BEFORE AFTER) for two trees")
+    most = 1 if pick else 2  # one tree takes one key; two trees one for both, or one each
+    if len(keys) > most: return _misused("--key takes one answer key, or two (BEFORE AFTER) for two trees")
     if args.verdict and not keys: return _misused("--verdict needs an answer key: give it with --key KEY")
     try: trees = [load(Path(path), workers=args.workers, content=bool(keys)) for path in args.paths]
     except ShardError as error: return _refused(error)
@@ -239,8 +245,10 @@ def parser() -> argparse.ArgumentParser:
     workers = dict(type=int, default=None, help="processes reading shards (default: by tree size)")
     command("validate", validate, "read a tree strictly: count its lines per shard and list every problem")
     summarise = command("summary", summary, "print the per-model summary of a tree")
-    summarise.add_argument("--by", default="model", help="attempt columns to group by, comma-separated (default: model)")
-    summarise.add_argument("--key", help="also score the tree against this answer key (JSON or YAML), show the verdicts")
+    summarise.add_argument("--by", default="model",
+                           help="attempt columns to group by, comma-separated (default: model)")
+    summarise.add_argument("--key",
+                           help="also score the tree against this answer key (JSON or YAML), show the verdicts")
     summarise.add_argument("--verdict", **verdicts)
     summarise.add_argument("--workers", **workers)
     summarise.add_argument("--salvage", action="store_true",
@@ -249,12 +257,14 @@ def parser() -> argparse.ArgumentParser:
     summarise.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     summarise.add_argument("--k", type=int, default=None, help="also give each model's pass@k and pass^k for this k")
     grade = command("score", score, "score a tree against its answer key and print the published table")
-    grade.add_argument("--key", help="the answer key (JSON or YAML); needed with a path (default: the example tree's key)")
+    grade.add_argument("--key",
+                       help="the answer key (JSON or YAML); needed with a path (default: the example tree's key)")
     grade.add_argument("--by", default="model,surface",
                        help="attempt columns to group by, comma-separated, or 'row' (default: model,surface)")
     grade.add_argument("--json", action="store_true", help="print the verdicts and the rows as one JSON object")
     grade.add_argument("--workers", **workers)
-    write = command("export", export, "write a tree's tables as Parquet datasets partitioned by run", optional_path=False)
+    write = command("export", export, "write a tree's tables as Parquet datasets partitioned by run",
+                    optional_path=False)
     write.add_argument("--to", required=True, help="the directory to write <table>/run_id=<run>/ datasets into")
     write.add_argument("--content", action="store_true", help="also keep texts, arguments, results and digests")
     write.add_argument("--workers", **workers)
@@ -276,7 +286,8 @@ def parser() -> argparse.ArgumentParser:
     which = against.add_mutually_exclusive_group()
     which.add_argument("--runs", nargs=2, metavar=("BEFORE", "AFTER"),
                        help="two run ids of the tree (each may be a comma-separated list)")
-    which.add_argument("--commits", nargs=2, metavar=("BEFORE", "AFTER"), help="two commits (or unique prefixes) of the tree")
+    which.add_argument("--commits", nargs=2, metavar=("BEFORE", "AFTER"),
+                       help="two commits (or unique prefixes) of the tree")
     against.add_argument("--alpha", type=float, default=0.05,
                          help="the level a change must reach after Holm's correction (default: 0.05)")
     against.add_argument("--key", nargs="+", metavar="KEY",

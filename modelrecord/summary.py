@@ -102,7 +102,8 @@ def proportions(success: pd.Series, # one boolean per observation (attempt); mis
     "Per group: numerator, denominator, rate, its Wilson `low`/`high`, `clusters` and `clustered_se`."
     counted = success.notna().to_numpy()
     values, clusters = success[counted].astype(float), clusters[counted]
-    per_cluster = values.groupby([*(key[counted] for key in keys), clusters], observed=True, sort=True).agg(["sum", "size"])
+    groups = [*(key[counted] for key in keys), clusters]
+    per_cluster = values.groupby(groups, observed=True, sort=True).agg(["sum", "size"])
     return clustered_proportions(per_cluster["sum"], per_cluster["size"])
 
 # %% ../nbs/07_summary.ipynb #cae02553
@@ -222,7 +223,7 @@ VERDICT_NOTE = ["key: columns are verdicts against the answer key, over the verd
 KEY_PROPORTIONS = ("clean", "completion", "unaided")  # the verdicts' proportions a summary shows beside the endings
 
 def _verdict_columns(index: pd.Index, scored: pd.DataFrame) -> pd.DataFrame:
-    "The verdict columns beside the endings: clean, completion and unaided with intervals, and the verdicts counted apart."
+    "The verdict columns beside the endings: clean, completion and unaided with intervals, the verdicts counted apart."
     rows = scored.reindex(index)
     def fraction(name):
         parts = [rows[f"{name}_{part}"] for part in ("numerator", "denominator", "low", "high")]
@@ -232,7 +233,7 @@ def _verdict_columns(index: pd.Index, scored: pd.DataFrame) -> pd.DataFrame:
                          "key: gitlab_refused": count("gitlab_refused"), "key: unobserved": count("unobserved")})
 
 def summary_text(summary: pd.DataFrame,
-                 scored: Optional[pd.DataFrame] = None,  # a `Scores.table()` grouped like `summary`: its columns join the endings
+                 scored: Optional[pd.DataFrame] = None,  # a `Scores.table()` grouped like `summary`: joins the endings
                 ) -> str:
     "A `summary` as two aligned text tables, endings (and verdicts, when `scored`) then tokens and cost."
     name = " / ".join(str(n) for n in summary.index.names)
@@ -250,13 +251,15 @@ def summary_text(summary: pd.DataFrame,
         "retry cost": usd_column(summary.retry_cost), "p50 ms": summary.latency_p50_ms.map(count_text).to_numpy(),
         "p90 ms": summary.latency_p90_ms.map(count_text).to_numpy()})
     note = [f"completion = completed / attempts ending in the model's own endings ({', '.join(MODEL_ENDINGS)});",
-            f"{', '.join(NOT_MODEL_ENDINGS)} are counted but are not the model's; [low-high] is its 95% Wilson interval;",
+            f"{', '.join(NOT_MODEL_ENDINGS)} are counted but are not the model's;",
+            "[low-high] is its 95% Wilson interval;",
             "clustered = its standard error clustered by case, in percentage points, (cases), where a case repeats."]
     if scored is not None: note += VERDICT_NOTE
     legend = ["input = uncached input tokens (cache_created and cache_read are counted apart); cache saving = what",
               "reading from the cache saved against paying for those tokens as input; unpriced turns = turns whose",
               "model has no price in its run line, left out of cost."]
-    return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table), *legend]) + "\n"
+    return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table),
+                      *legend]) + "\n"
 
 # %% ../nbs/07_summary.ipynb #f4e1ab02
 def _number(value):
@@ -272,8 +275,9 @@ def proportion_record(numerator, denominator, low, high, clusters=None, se=None)
     return record
 
 def table_proportion(row: pd.Series, name: str) -> dict:
-    "The proportion `name` of a row of a table with `name_numerator`, `_denominator`, `_low`, `_high`, `_clusters`, `_se`."
-    return proportion_record(*(row[f"{name}_{part}"] for part in ("numerator", "denominator", "low", "high", "clusters", "se")))
+    "The proportion `name` of a table's row: its `name_numerator`, `_denominator`, `_low`, `_high`, `_clusters`, `_se`."
+    return proportion_record(*(row[f"{name}_{part}"]
+                               for part in ("numerator", "denominator", "low", "high", "clusters", "se")))
 
 def summary_records(summary: pd.DataFrame,
                     scored: Optional[pd.DataFrame] = None,  # a `Scores.table()` grouped like `summary`: adds `key`
