@@ -450,7 +450,7 @@ def paired_plot(comparison, # a `ModelComparison` from `modelrecord.compare.comp
     ax.set_title(head if comparison.test is None else f"{head}\nmean difference {comparison.difference:+.2f} "
                  f"[{comparison.low:+.2f}, {comparison.high:+.2f}], {comparison.test} p = {comparison.p_value:.2g}",
                  loc="left", fontsize=10, parse_math=False)
-    ax.set_xlabel("success rate on the item (successes / attempts)")
+    ax.set_xlabel(f"success rate on the item (successes / attempts; success = {comparison.success})")
     if shown.empty:
         _nothing(ax, "no item attempted by both")
         return fig
@@ -474,7 +474,7 @@ def before_after_plot(comparison, # a `RunComparison` from `modelrecord.compare.
     fig, ax = _figure(ax, _height(len(models) * 1.5))
     ax.set_title(f"Before and after, on the items both runs hold (Holm-corrected, alpha = {comparison.alpha})",
                  loc="left", fontsize=10)
-    ax.set_xlabel("success rate")
+    ax.set_xlabel(f"success rate (success = {comparison.success})")
     if models.empty:
         _nothing(ax, "no item in both runs")
         return fig
