@@ -161,7 +161,7 @@ def _tokens_text(value, _=None) -> str:
     if abs(value) >= 1e3: return f"{value / 1e3:.3g}k"
     return f"{value:.0f}"
 
-def _groups(by: str, split: Optional[str]) -> list:
+def _group_columns(by: str, split: Optional[str]) -> list:
     "The columns a summary groups by: `by`, then `split` when there is one."
     return [by] if split is None else [by, split]
 
@@ -195,7 +195,7 @@ def _tokens_axis(axis):
 def _bars(frame: pd.DataFrame, what: str, by: str, split: Optional[str], ax: Optional[Axes], *, xlabel: str, columns,
           names, colours, legend: str, empty: str, notes, scale, least: float) -> Figure:
     "A row per group of the summary `frame`, `columns` stacked as `names`, `notes(ends, frame)` after the bars, x axis by `scale` (None: none)."
-    groups = " / ".join(_groups(by, split))
+    groups = " / ".join(_group_columns(by, split))
     y, yticks, labels, headers = _rows(frame.index)
     fig, ax = _figure(ax, _height(len(yticks)))
     ax.set_title(f"{what} per {by}" + (f" and {split}" if split else ""), loc="left")
@@ -220,7 +220,7 @@ def _bars(frame: pd.DataFrame, what: str, by: str, split: Optional[str], ax: Opt
 
 def tokens_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model", ax: Optional[Axes] = None) -> Figure:
     "Tokens per model (or per `by`), stacked by category; `split` (\"surface\", \"case\"...) gives a bar per value under each."
-    return _bars(tokens(tables, _groups(by, split)), "Tokens", by, split, ax, xlabel="tokens (every turn line, retries included)",
+    return _bars(tokens(tables, _group_columns(by, split)), "Tokens", by, split, ax, xlabel="tokens (every turn line, retries included)",
                  columns=TOKEN_CATEGORIES, names=TOKEN_CATEGORIES, colours=TOKEN_COLOURS, legend="token category",
                  empty=_empty_note(tables, "turn lines"), notes=lambda ends, _: [_tokens_text(end) for end in ends],
                  scale=_tokens_axis, least=1)
@@ -236,7 +236,7 @@ def _cost_notes(ends, spend: pd.DataFrame) -> list:
 # %% ../nbs/10_plots.ipynb #7c892644
 def cost_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model", ax: Optional[Axes] = None) -> Figure:
     "Cost per model (or per `by`), stacked by component; an unpriced model gets no bar and says `unpriced`, never $0."
-    spend = costs(tables, _groups(by, split))
+    spend = costs(tables, _group_columns(by, split))
     return _bars(spend, "Cost", by, split, ax, xlabel="cost (USD)", columns=COST_COLUMNS, names=COST_COMPONENTS,
                  colours=COST_COLOURS, legend="cost component", empty=_empty_note(tables, "turn lines"), notes=_cost_notes,
                  scale=_usd_axis if spend.cost.notna().any() else None, least=0.01)  # nothing priced: no scale of zeros

@@ -83,7 +83,7 @@ def tool_call_block(tool: str, # the tool the model named
     return Block(kind=BLOCK_TOOL_CALL, tool=tool, arguments=msgspec.Raw(text), call_id=call_id or "")
 
 # %% ../nbs/15_providers.ipynb #af3ce140
-def _text(kind: str, text) -> list:
+def _text_blocks(kind: str, text) -> list:
     "A block of `kind` holding `text`, or none when there is no text."
     return [Block(kind=kind, text=text)] if text else []
 
@@ -91,8 +91,8 @@ def _openai_chat_blocks(response) -> list:
     "The blocks of the first choice of a chat completion."
     if not response.choices: return []
     message = response.choices[0].message
-    found = _text(BLOCK_THINKING, getattr(message, "reasoning_content", None))
-    found += _text(BLOCK_TEXT, message.content) + _text(BLOCK_TEXT, getattr(message, "refusal", None))
+    found = _text_blocks(BLOCK_THINKING, getattr(message, "reasoning_content", None))
+    found += _text_blocks(BLOCK_TEXT, message.content) + _text_blocks(BLOCK_TEXT, getattr(message, "refusal", None))
     for call in message.tool_calls or []:
         if call.type == "function": found.append(tool_call_block(call.function.name, call.function.arguments, call.id))
         else: found.append(tool_call_block(call.custom.name, call.custom.input, call.id))
@@ -105,7 +105,7 @@ def _openai_responses_blocks(response) -> list:
     for item in response.output:
         if item.type == "message":
             for part in item.content:
-                found += _text(BLOCK_TEXT, part.text if part.type == "output_text" else getattr(part, "refusal", None))
+                found += _text_blocks(BLOCK_TEXT, part.text if part.type == "output_text" else getattr(part, "refusal", None))
         elif item.type == "reasoning":
             said = [part.text for part in (item.summary or [])] or [part.text for part in (item.content or [])]
             found.append(Block(kind=BLOCK_THINKING, text="\n\n".join(said)))
@@ -118,7 +118,7 @@ def _anthropic_blocks(response) -> list:
     "The blocks of an Anthropic message, in order; redacted thinking is a thinking block without text."
     found = []
     for part in response.content:
-        if part.type == "text": found += _text(BLOCK_TEXT, part.text)
+        if part.type == "text": found += _text_blocks(BLOCK_TEXT, part.text)
         elif part.type == "thinking": found.append(Block(kind=BLOCK_THINKING, text=part.thinking))
         elif part.type == "redacted_thinking": found.append(Block(kind=BLOCK_THINKING))
         elif part.type == "tool_use": found.append(tool_call_block(part.name, part.input, part.id))
@@ -130,7 +130,7 @@ def _gemini_blocks(response) -> list:
     found = []
     for part in (content.parts or []) if content else []:
         if part.function_call: found.append(tool_call_block(part.function_call.name, part.function_call.args or {}, part.function_call.id))
-        elif part.text: found += _text(BLOCK_THINKING if part.thought else BLOCK_TEXT, part.text)
+        elif part.text: found += _text_blocks(BLOCK_THINKING if part.thought else BLOCK_TEXT, part.text)
     return found
 
 # %% ../nbs/15_providers.ipynb #098f071e

@@ -69,23 +69,23 @@ class _Numeral(str):
     "A JSON number too large for a Python int or float, kept as its text; shown by its head and its length."
     def __repr__(self): return str(self) if len(self) <= 24 else f"{self[:12]}... ({len(self.lstrip('-'))} digits)"
 
-def _number(text: str):
+def _read_number(text: str):
     "A JSON number as Python reads it, or as a `_Numeral` when it is too long or too large to convert."
     if len(text) > 40: return _Numeral(text)
     number = float(text) if any(c in text for c in ".eE") else int(text)
     return number if number not in (float("inf"), float("-inf")) else _Numeral(text)
 
-def _parsed(line: bytes):
+def _reparsed(line: bytes):
     "`line` parsed again: by msgspec, else by Python's `json` (lone surrogates, long numbers); `...` when neither can."
     try: return msgspec.json.decode(line)
     except (msgspec.DecodeError, RecursionError): pass
-    try: return json.loads(line, parse_int=_number, parse_float=_number)
+    try: return json.loads(line, parse_int=_read_number, parse_float=_read_number)
     except (ValueError, RecursionError): return ...
 
 def _value_at(line: bytes, at: str) -> tuple:
     "`(value, field)`: the value at msgspec's path `at` (`.turn.blocks[0].kind`) of `line`, `...` when it is not there."
     field = at.lstrip(".")
-    value = _parsed(line)
+    value = _reparsed(line)
     if value is ...: return ..., field
     named = ""
     for step in _STEP.finditer(at):
@@ -222,7 +222,7 @@ def _read_lines(path: str, lines: list, first: int, records: list, refuse):
     records += decoded
 
 # %% ../nbs/01_reader.ipynb #9a2266e6
-_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
+_FILE_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -240,7 +240,7 @@ def _open_shard(path: str):
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a file")
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
         raise ShardError(path, None, None, f"is {kind}, not a regular file: a shard is a file a run appended lines to")
     return open(fd, "rb")
 

@@ -14,7 +14,7 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'Price', 'Provider', 'Run', 'Session', 'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable',
            'compact_json', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
            'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text',
-           'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
+           'refused_outcome', 'EncodeError', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -112,7 +112,7 @@ def _rebuild(moment, nanosecond): return GoTime.of(moment, nanosecond)
 GoTime.__hash__, GoTime.__reduce_ex__ = _hash, _reduce
 
 # %% ../nbs/00_record.ipynb #8b5e126f
-def _replace(self, *args, nanosecond: Optional[int] = None, **changes):
+def _gotime_replace(self, *args, nanosecond: Optional[int] = None, **changes):
     "This time with the `datetime` fields `changes` (and `nanosecond`) replaced."
     return GoTime.of(dt.datetime.replace(self, *args, **changes), self.nanosecond if nanosecond is None else nanosecond)
 
@@ -126,7 +126,7 @@ def _subtract(self, other):
     moved = dt.datetime.__sub__(self, other)
     return GoTime.of(moved, self.nanosecond) if isinstance(moved, dt.datetime) else moved
 
-GoTime.replace, GoTime.astimezone, GoTime.__add__, GoTime.__radd__, GoTime.__sub__ = _replace, _astimezone, _add, _add, _subtract
+GoTime.replace, GoTime.astimezone, GoTime.__add__, GoTime.__radd__, GoTime.__sub__ = _gotime_replace, _astimezone, _add, _add, _subtract
 
 # %% ../nbs/00_record.ipynb #f1e7ce31
 def _parse(cls, text: str) -> "GoTime":
@@ -487,7 +487,7 @@ class EncodeError(ValueError):
         super().__init__(f"{field}: {why}")
         self.field, self.why = field, why
 
-def go_float(number: float) -> bytes:
+def _go_float(number: float) -> bytes:
     "The JSON number Go's encoding/json writes for a float64."
     if not math.isfinite(number): raise ValueError(f"{number} is not a number JSON can hold")
     text, magnitude = repr(float(number)), abs(number)
@@ -496,7 +496,7 @@ def go_float(number: float) -> bytes:
     if "e" in text: text = format(Decimal(text), "f")
     return text.removesuffix(".0").encode()
 
-def go_time(moment: dt.datetime) -> bytes:
+def _go_time(moment: dt.datetime) -> bytes:
     "The RFC 3339 text (nanosecond layout, trailing zeros dropped) Go writes for a time, in quotes."
     offset = moment.utcoffset()
     if offset is None: raise ValueError("a time without a zone cannot be written; give it tzinfo=datetime.timezone.utc")
@@ -520,12 +520,12 @@ def _go_value(value):
     "`value` as an object msgspec writes the way Go's encoding/json would."
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None: return value
-    if kind is float: return msgspec.Raw(go_float(value))
+    if kind is float: return msgspec.Raw(_go_float(value))
     if kind is msgspec.Raw or kind is bytes:
         try: return msgspec.Raw(compact_json(value))
         except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a string field such as Block.raw") from None
         except RecursionError: raise ValueError("nests arrays or objects deeper than this writer can follow") from None
-    if kind is GoTime or kind is dt.datetime: return msgspec.Raw(go_time(value))
+    if kind is GoTime or kind is dt.datetime: return msgspec.Raw(_go_time(value))
     if kind is list: return [_go_item(i, item) for i, item in enumerate(value)]
     if kind is dict: return {key: _go_item(key, value[key]) for key in sorted(value)}
     plan = _PLANS.get(kind)

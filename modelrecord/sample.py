@@ -222,7 +222,7 @@ def case(seed: int, n: int) -> Case:
 # %% ../nbs/03_sample.ipynb #19085fd5
 HUGE = 0.04  # default chance that an answer which can grow large is over the 64 KiB caps
 
-def _when(rng: random.Random) -> str:
+def _past_time(rng: random.Random) -> str:
     "A creation time in the month before the simulated run."
     return f"2026-08-{rng.randint(1, 31):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
 
@@ -230,7 +230,7 @@ def _merge_request(rng: random.Random, project: str, iid: int, title: str = "", 
     username, name = rng.choice(_AUTHORS)
     return {"iid": iid, "title": title or rng.choice(_TITLES), "author": {"username": username, "name": name},
             "source_branch": source or f"feature/{rng.choice(('auth', 'ci', 'ux', 'deps'))}-{rng.randint(1, 999)}",
-            "target_branch": target, "state": "opened", "created_at": _when(rng),
+            "target_branch": target, "state": "opened", "created_at": _past_time(rng),
             "web_url": f"https://gitlab.example.com/{project}/-/merge_requests/{iid}",
             "labels": rng.sample(("bug", "security", "ux", "backend", "frontend"), rng.randint(0, 2)),
             "user_notes_count": rng.randint(0, 30)}
@@ -239,7 +239,7 @@ def _pipeline(rng: random.Random, project: str, ref: str, status: str = "") -> d
     number = rng.randint(10**5, 10**6)
     return {"id": number, "iid": number % 5000, "status": status or rng.choice(("success", "failed", "running", "canceled")),
             "ref": ref, "sha": f"{rng.getrandbits(160):040x}", "source": rng.choice(("push", "merge_request_event", "schedule")),
-            "created_at": _when(rng), "web_url": f"https://gitlab.example.com/{project}/-/pipelines/{number}"}
+            "created_at": _past_time(rng), "web_url": f"https://gitlab.example.com/{project}/-/pipelines/{number}"}
 
 # %% ../nbs/03_sample.ipynb #5a84f087
 def _job_log(rng: random.Random, lines: int) -> str:
@@ -272,7 +272,7 @@ def _file_text(rng: random.Random, path: str, lines: int) -> str:
     return "\n".join(shape.format(i=i) for i in range(lines))
 
 # %% ../nbs/03_sample.ipynb #44dc229e
-def _answer(rng: random.Random, action: str, params: dict, facts: dict, huge: bool) -> tuple[Optional[dict], str]:
+def _tool_answer(rng: random.Random, action: str, params: dict, facts: dict, huge: bool) -> tuple[Optional[dict], str]:
     "The structured result and the rendered text a successful call of `action` answers with."
     project, branch = facts.get("project", ""), facts.get("branch", "main")
     if action == "project.get":
@@ -447,7 +447,7 @@ def _call_id(talk: _Talk) -> str:
     return prefix + "".join(talk.rng.choices("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789", k=22))
 
 # %% ../nbs/03_sample.ipynb #31d9a8e5
-def _outcome(talk: _Talk, move: Move, mode: str, facts: dict, huge: float) -> dict:
+def _dispatch(talk: _Talk, move: Move, mode: str, facts: dict, huge: float) -> dict:
     "The server's side of a call: the fields of the call line that follow from what happened."
     rng, dispatched = talk.rng, dict(dispatched_action=move.action, dispatched_tool=move.tool, dispatch_observed=True)
     if move.slip == "unknown_tool":
@@ -472,7 +472,7 @@ def _outcome(talk: _Talk, move: Move, mode: str, facts: dict, huge: float) -> di
     if mutates and mode == "safe":
         return dict(dispatched, outcome=OUTCOME_PREVIEW, result=msgspec.json.encode({"preview": {"action": move.action, "params": params}}),
                     text=f"Safe mode: {move.action} would run with the parameters above. Nothing was changed.")
-    result, text = _answer(rng, move.action, params, facts, huge=bool(large) and rng.random() < huge)
+    result, text = _tool_answer(rng, move.action, params, facts, huge=bool(large) and rng.random() < huge)
     observed = dispatched if rng.random() > 0.02 else dict(dispatch_observed=False)
     requests = rng.randint(1, 4) if mutates else rng.randint(1, 3)
     if move.action == "merge_request.create" and params["source_branch"] == "chore/bump-deps":  # GitLab's refusal, right arguments
@@ -488,7 +488,7 @@ def _requested(move: Move) -> str:
 
 def _call(talk: _Talk, move: Move, turn: Turn, mode: str, facts: dict, huge: float) -> Call:
     "Append the call line of `move`, made in `turn`, and return it."
-    rng, server = talk.rng, _outcome(talk, move, mode, facts, huge)
+    rng, server = talk.rng, _dispatch(talk, move, mode, facts, huge)
     raw, text = server.pop("result", None) or b"", server.pop("text", "")
     size = len(raw) + len(text)
     result, result_truncated = cap_result(raw) if raw else (msgspec.Raw(), False)
@@ -533,10 +533,10 @@ def _conversation(talk: _Talk, case: Case, plan: SessionPlan, ending: str, huge:
         turn = _turn(talk, *_blocks(talk, move, case))
         call = _call(talk, move, turn, plan.mode, case.facts, huge)
         if ending == ENDED_COMPLETED and call.refusal_reason in ("read_only", "invalid_params"): refused = True; break
-    return _close(talk, case, plan, ending, moves, refused)
+    return _last_turn(talk, case, plan, ending, moves, refused)
 
 # %% ../nbs/03_sample.ipynb #f29d3be5
-def _close(talk: _Talk, case: Case, plan: SessionPlan, ending: str, moves: list, refused: bool) -> str:
+def _last_turn(talk: _Talk, case: Case, plan: SessionPlan, ending: str, moves: list, refused: bool) -> str:
     "Make the turn that ends the conversation with `ending`, and return the attempt's reason."
     rng = talk.rng
     mutation = next((action for action, _ in case.steps if ACTIONS[action][1]), "")
@@ -611,19 +611,19 @@ def _shown_tools(rng: random.Random, plan: SessionPlan, served: int) -> tuple[in
     overflowed = rng.random() < 0.1
     return (plan.slice_size if overflowed else rng.randint(plan.slice_size // 3, plan.slice_size)), overflowed
 
-def _digest(*parts) -> str:
+def _hex_digest(*parts) -> str:
     "A short, stable digest of `parts`."
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:16]
 
 # %% ../nbs/03_sample.ipynb #0911f6c7
-def _attempt_lines(maker: "_Shard", case: Case, plan: SessionPlan, model: Model, repeat: int) -> list:
+def _attempt_lines(maker: "_ShardMaker", case: Case, plan: SessionPlan, model: Model, repeat: int) -> list:
     "The lines of one attempt: the attempt, its turns and calls, and its verifies."
     rng = maker.rng
     count = maker.counts[case.id, plan.surface] = maker.counts.get((case.id, plan.surface), 0) + 1
     shown, overflowed = _shown_tools(rng, plan, maker.served(plan))
     fields = dict(id=f"{case.id}/{plan.surface}/{count}", case=case.id, model=model.spec, surface=plan.surface,
                   repeat=repeat, shown_tools=shown, overflowed=overflowed, facts=case.facts, stimulus=case.stimulus,
-                  tool_digest=_digest(maker.seed, plan.label, model.spec, case.id if plan.surface == "individual" else ""))
+                  tool_digest=_hex_digest(maker.seed, plan.label, model.spec, case.id if plan.surface == "individual" else ""))
     if case.needs and TIERS.index(case.needs) > TIERS.index(maker.tier):
         return [Attempt(**fields, ended_by=ENDED_SKIPPED,
                         reason=f"needs the {case.needs} tier; the instance is {maker.edition} at the {maker.tier} tier")]
@@ -651,7 +651,7 @@ def _shifted(model: Model, factor: float) -> Model:
     "`model` with the weight of its completed ending multiplied by `factor` (a change between two runs)."
     return model._replace(endings={**model.endings, ENDED_COMPLETED: model.endings[ENDED_COMPLETED] * factor})
 
-class _Shard:
+class _ShardMaker:
     "One simulated process: its run line, its sessions and the attempts it makes."
     def __init__(self, seed: int, target: str, shard: int, shards_per_target: int, huge: float = HUGE, repeat: int = 1,
                  trial: int = 0, shifts: Optional[dict] = None, first_case: int = 1):
@@ -671,11 +671,11 @@ class _Shard:
         return served if plan.mode != "read-only" or plan.surface == "dynamic" else served * 11 // 20
 
 # %% ../nbs/03_sample.ipynb #8c5dd70d
-def _run(maker: _Shard, shard: int) -> Run:
+def _run(maker: _ShardMaker, shard: int) -> Run:
     "The run line of `maker`'s shard."
     tree, rng = random.Random(f"modelrecord.sample:tree:{maker.seed}" + _trial(maker.trial)), maker.rng
     day = dt.datetime(2026, 9, 14, 8, 0, tzinfo=dt.timezone.utc) + dt.timedelta(days=tree.randint(0, 20) + 21 * maker.trial, minutes=tree.randint(0, 600))
-    commit, corpus, contract = f"{tree.getrandbits(160):040x}", _digest("corpus", tree.random()), _digest("contract", tree.random())
+    commit, corpus, contract = f"{tree.getrandbits(160):040x}", _hex_digest("corpus", tree.random()), _hex_digest("contract", tree.random())
     started = day + dt.timedelta(seconds=rng.randint(0, 90), microseconds=rng.randint(0, 999_999))
     started = GoTime.of(started, nanosecond=random.Random(maker.name).randrange(1000))  # Go's clock has nanoseconds
     return Run(package="test/e2e/modeleval", run_id=f"{started:%Y%m%d-%H%M%S}-{maker.target}-{shard + 1}-{rng.getrandbits(24):06x}",
@@ -684,9 +684,9 @@ def _run(maker: _Shard, shard: int) -> Run:
                budget_usd=40.0, repeat=maker.repeat)
 
 # %% ../nbs/03_sample.ipynb #f275ba4e
-def _session(maker: _Shard, plan: SessionPlan) -> Session:
+def _session(maker: _ShardMaker, plan: SessionPlan) -> Session:
     "The session line of `plan` on `maker`'s shard."
-    digests = {m.spec: _digest(maker.seed, maker.edition, plan.label, m.provider.name if plan.surface == "meta" and m.provider.name == "google" else "")
+    digests = {m.spec: _hex_digest(maker.seed, maker.edition, plan.label, m.provider.name if plan.surface == "meta" and m.provider.name == "google" else "")
                for m in MODELS}
     return Session(label=plan.label, surface=plan.surface, mode=plan.mode, capabilities=plan.capabilities,
                    meta_param_schema=plan.meta_param_schema, slice_size=plan.slice_size,
@@ -694,7 +694,7 @@ def _session(maker: _Shard, plan: SessionPlan) -> Session:
                    tool_schema_digests=digests)
 
 # %% ../nbs/03_sample.ipynb #316a825b
-def _attempts(maker: _Shard) -> Iterator[list]:
+def _attempts(maker: _ShardMaker) -> Iterator[list]:
     "The lines of each attempt of the shard, in the order they are written, without end."
     n = maker.first_case - 1
     while True:
@@ -721,7 +721,7 @@ def generate(*,
              repeat: int = 1,  # how many times each case is put to each model on each session
             ) -> list:
     "The lines (`Run`, `Session`, `Attempt`, `Turn`, `Call`, `Verify`) of one shard, its run line first."
-    maker = _Shard(seed, target, shard, shards_per_target, huge, repeat)
+    maker = _ShardMaker(seed, target, shard, shards_per_target, huge, repeat)
     lines, walk = [maker.run], _attempts(maker)
     for _ in range(attempts): lines += next(walk)
     return lines
@@ -754,7 +754,7 @@ def answer_key(seed: int, cases: int) -> dict:
             "discovery_tools": ["gitlab_find_action"], "tiers": list(TIERS)}
 
 # %% ../nbs/03_sample.ipynb #ef65caa4
-def _clear(directory: Path, replace: bool):
+def _clear_shards(directory: Path, replace: bool):
     "Delete the shards in `directory` when `replace`, else refuse to write over them."
     if not directory.is_dir(): return
     for entry in sorted(directory.iterdir()):
@@ -762,7 +762,7 @@ def _clear(directory: Path, replace: bool):
             if not replace: raise FileExistsError(f"{entry} exists; pass replace=True to write a new tree over it")
             entry.unlink()
 
-def _write_shard(maker: _Shard, directory: Path, attempts: int, min_bytes: int) -> int:
+def _write_shard(maker: _ShardMaker, directory: Path, attempts: int, min_bytes: int) -> int:
     "Write `maker`'s shard into `directory`: at least `attempts` attempts and `min_bytes` bytes. Return its size."
     with open(directory / maker.name, "xb", buffering=1 << 20) as file:
         size, made = file.write(encode(maker.run) + b"\n"), 0
@@ -789,14 +789,14 @@ def write_tree(path,  # the directory to write the tree into, created if needed
               ) -> Path:
     "Write a deterministic shard tree under `path`, with its answer key `key.json`, and return its path."
     path, shards, cases = Path(path), len(targets) * shards_per_target, 0
-    for target in targets: _clear(path / target, replace)
+    for target in targets: _clear_shards(path / target, replace)
     for t, target in enumerate(targets):
         directory = path / target
         directory.mkdir(parents=True, exist_ok=True)
         for k in range(shards_per_target):
             g = t * shards_per_target + k
             share = attempts // shards + (g < attempts % shards)
-            maker = _Shard(seed, target, k, shards_per_target, huge, repeat, trial, shifts, first_case)
+            maker = _ShardMaker(seed, target, k, shards_per_target, huge, repeat, trial, shifts, first_case)
             _write_shard(maker, directory, share, (target_bytes or 0) // shards)
             cases = max(cases, getattr(maker, "cases", 0))
     (path / KEY_NAME).write_bytes(msgspec.json.format(msgspec.json.encode(answer_key(seed, cases)), indent=1) + b"\n")

@@ -111,7 +111,7 @@ def _link_count_buffer() -> tuple:
 class _ShardDeleted(FileNotFoundError):
     "The shard being written has no name left: it, or its directory, was deleted."
 
-class _Shard:
+class _OpenShard:
     "One shard file this process appends to: its descriptor and path, and the size and digests of the whole lines it holds."
     def __init__(self, directory: str, writer=None):
         "Make a new shard in `directory`, and hand it to `writer` last, so that no interrupt can lose the file it made."
@@ -178,7 +178,7 @@ class _Shard:
 # %% ../nbs/02_writer.ipynb #c89ce34a
 DIGEST_BYTES = 16  # how much of a line's SHA-256 the writer remembers
 
-def _digest(line: bytes) -> bytes:
+def _line_digest(line: bytes) -> bytes:
     "The fingerprint of a line that the writer remembers instead of the line: the head of its SHA-256."
     return hashlib.sha256(line).digest()[:DIGEST_BYTES]
 
@@ -200,7 +200,7 @@ def _prepare(line, problems: list) -> Optional[tuple[bytes, bytes]]:
                         f"over the {MAX_LINE_BYTES}-byte cap of a shard line; bound a call's result with cap_result "
                         "and its text with cap_text")
         return None
-    return data + b"\n", _digest(data)
+    return data + b"\n", _line_digest(data)
 
 # %% ../nbs/02_writer.ipynb #d053f0c5
 def _why(failure: OSError) -> str:
@@ -253,7 +253,7 @@ class Writer:
                 try: self._shard.append(data, digest)
                 except OSError as failure:
                     if not _owned(failure): raise  # the caller's (a signal handler's TimeoutError): theirs to handle
-                    return self._stop(problems, self._cannot_write(failure))
+                    return self._stop_writing(problems, self._cannot_write(failure))
 
     def _cannot_write(self, failure: OSError) -> str:
         "The report of a shard that failed: deleted, or not writable."
@@ -269,16 +269,16 @@ class Writer:
     def _open(self, problems: list) -> bool:
         "Make this writer's shard; on failure, stop. The caller holds the lock."
         if not os.path.isabs(self.directory):
-            return self._stop(problems, f"modelrecord: the recording directory ({DIR_ENV}) must be an absolute path, got "
+            return self._stop_writing(problems, f"modelrecord: the recording directory ({DIR_ENV}) must be an absolute path, got "
                                         f"{self.directory!r}: a relative one would put each process's shard under whatever "
                                         "directory it runs in; nothing will be recorded")
-        try: _Shard(self.directory, self)  # sets self._shard
+        try: _OpenShard(self.directory, self)  # sets self._shard
         except OSError as failure:
             if not _owned(failure): raise
-            return self._stop(problems, f"modelrecord: cannot create a shard in {self.directory}: {failure}; nothing will be recorded")
+            return self._stop_writing(problems, f"modelrecord: cannot create a shard in {self.directory}: {failure}; nothing will be recorded")
         return True
 
-    def _stop(self, problems: list, message: str) -> bool:
+    def _stop_writing(self, problems: list, message: str) -> bool:
         "Note a failure nothing later can avoid and stop: later calls write nothing and report nothing."
         self._stopped = True
         if self._shard is not None: self._shard.close()

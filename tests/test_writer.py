@@ -1,16 +1,18 @@
 """The shard writer's behaviour: what it creates, what it writes once, and what it reports instead of raising."""
 import errno
+import gc
 import os
 import stat
 import subprocess
+import tracemalloc
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
 import pytest
+from processes import descriptor_of, exit_code
 
-from modelrecord import writer as writer_module
 from modelrecord.reader import read, read_shards, shard_paths
 from modelrecord.record import (
     BLOCK_TOOL_CALL, DIR_ENV, MAX_LINE_BYTES, OUTCOME_OK, SHARD_PREFIX, SHARD_SUFFIX, TURN_OK,
@@ -133,11 +135,21 @@ def test_two_calls_that_differ_only_in_index_are_two_lines(tmp_path):
 
 
 def test_the_writer_remembers_digests_not_lines(tmp_path):
+    "Forty distinct 60 kB lines (2.4 MB) leave the writer holding a few kB: a digest per line, not the line."
     writer = open_dir(tmp_path)
-    big = call(1, text="x" * 60_000)
-    writer.write(big, verify())
-    assert len(writer._shard.seen) == 2
-    assert all(type(d) is bytes and len(d) == 16 for d in writer._shard.seen)
+    writer.write(verify(0))  # the shard is open before memory is measured
+    lines = [call(n, text="x" * 60_000) for n in range(1, 41)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        writer.write(*lines)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 40 * 1_000, f"the writer keeps {kept} bytes for 40 lines"
+    writer.write(*lines)  # and it still knows them
+    assert len(lines_of(tmp_path)) == 41
 
 
 # --- a line that cannot be recorded costs that line --------------------------------------------
@@ -239,9 +251,14 @@ def test_a_shard_that_cannot_be_created_at_the_os_call_is_reported_once(tmp_path
 
 
 def test_a_shard_the_creator_cannot_make_is_reported_with_the_cause(tmp_path, monkeypatch):
-    def no_room(directory):
-        raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(writer_module, "_create_shard", no_room)
+    real_open = os.open
+
+    def no_room(path, *args, **kwargs):
+        if os.path.basename(os.fsdecode(path)).startswith(SHARD_PREFIX):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_room)
     said = []
     writer = open_dir(tmp_path)
     writer.write(verify(1), report=said.append)
@@ -282,7 +299,7 @@ def test_a_full_disk_is_reported_once_and_leaves_whole_lines(tmp_path, partial):
     writer = open_dir(tmp_path)
     said = []
     writer.write(verify(0))
-    fd = writer._shard.fd
+    fd = descriptor_of(writer.shard)
     with fake_disk(lambda: fd, fail_after=3, partial=partial):
         for n in range(1, 10):
             writer.write(verify(n), report=said.append)
@@ -295,7 +312,7 @@ def test_a_torn_line_that_cannot_be_cut_back_is_said(tmp_path):
     writer = open_dir(tmp_path)
     said = []
     writer.write(verify(0))
-    fd = writer._shard.fd
+    fd = descriptor_of(writer.shard)
     with fake_disk(lambda: fd, fail_after=0, partial=True, truncate_fails=True):
         writer.write(verify(1), report=said.append)
     assert "its last line may be cut short" in said[0]
@@ -306,7 +323,7 @@ def test_a_short_write_is_completed(tmp_path, monkeypatch):
     real_write = os.write
     writer = open_dir(tmp_path)
     writer.write(verify(0))
-    fd = writer._shard.fd
+    fd = descriptor_of(writer.shard)
     monkeypatch.setattr(os, "write", lambda f, data: real_write(f, bytes(data[:7])) if f == fd else real_write(f, data))
     lines = [call(n, text="é" * 500) for n in range(1, 20)]
     writer.write(*lines)
@@ -434,7 +451,6 @@ def test_a_reporter_waiting_on_another_threads_write_does_not_deadlock(tmp_path)
 
 
 def test_a_signal_handler_that_records_in_the_middle_of_a_write_does_not_deadlock(tmp_path, monkeypatch):
-    import threading
     writer = open_dir(tmp_path)
     real_write = os.write
 
@@ -444,13 +460,14 @@ def test_a_signal_handler_that_records_in_the_middle_of_a_write_does_not_deadloc
             writer.write(verify(99))
         return done
 
-    monkeypatch.setattr(os, "write", write_then_interrupt)
-    caller = threading.Thread(target=writer.write, args=(verify(1), verify(2)), daemon=True)
-    caller.start()
-    caller.join(10)
-    if caller.is_alive():
-        writer._lock = threading.RLock()  # so that the teardown's release() is not stuck behind the dead thread
-        pytest.fail("re-entering the writer on the same thread deadlocked")
+    pid = os.fork()  # in a child, so that a deadlock is killed rather than left holding the writer's lock here
+    if pid == 0:
+        try:
+            monkeypatch.setattr(os, "write", write_then_interrupt)
+            writer.write(verify(1), verify(2))
+        finally:
+            os._exit(0)
+    if exit_code(pid, wait=10) is None: pytest.fail("re-entering the writer on the same thread deadlocked")
     assert [r.payload.attempt for r in read(tmp_path)] == ["a1", "a99", "a2"]
 
 
