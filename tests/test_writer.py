@@ -56,15 +56,6 @@ def test_open_writer_follows_the_environment(tmp_path, monkeypatch):
     assert open_writer() is open_dir(other) is not open_dir(tmp_path)
 
 
-def test_one_writer_per_directory_however_spelled(tmp_path):
-    writer = open_dir(tmp_path / "a" / "b")
-    for spelling in (f"{tmp_path}/a/b", f"{tmp_path}/a/./b/", f"{tmp_path}//a/b", f" {tmp_path}/a/c/../b ",
-                     Path(f"{tmp_path}/a/b/")):
-        assert open_dir(spelling) is writer, spelling
-    assert writer.directory == str(tmp_path / "a" / "b")
-    assert open_dir(tmp_path / "a") is not writer
-
-
 def test_a_disabled_writer_accepts_everything_and_does_nothing(tmp_path):
     writer = open_dir("")
     assert not writer.enabled and writer is open_dir(None) and writer is open_dir("  ")
