@@ -64,12 +64,14 @@ TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
 
 # %% ../nbs/00_record.ipynb #fb1c486c
-_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"  # date, time, fraction
+                      r"(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)  # and the zone: Z or an offset
 
 class GoTime(dt.datetime):
     "A `datetime` that keeps the nanoseconds below its microsecond, as Go's `time.Time` does."
     _nanosecond = 0
-    def __new__(cls, *args, nanosecond: int = 0, **kwargs):  # `datetime`'s arguments, and the nanoseconds below the microsecond
+    # `datetime`'s arguments, and the nanoseconds below the microsecond
+    def __new__(cls, *args, nanosecond: int = 0, **kwargs):
         if not 0 <= nanosecond <= 999: raise ValueError(f"nanosecond must be in 0..999, got {nanosecond}")
         moment = super().__new__(cls, *args, **kwargs)
         moment._nanosecond = nanosecond
@@ -126,7 +128,8 @@ def _subtract(self, other):
     moved = dt.datetime.__sub__(self, other)
     return GoTime.of(moved, self.nanosecond) if isinstance(moved, dt.datetime) else moved
 
-GoTime.replace, GoTime.astimezone, GoTime.__add__, GoTime.__radd__, GoTime.__sub__ = _gotime_replace, _astimezone, _add, _add, _subtract
+GoTime.replace, GoTime.astimezone = _gotime_replace, _astimezone
+GoTime.__add__, GoTime.__radd__, GoTime.__sub__ = _add, _add, _subtract
 
 # %% ../nbs/00_record.ipynb #f1e7ce31
 def _parse(cls, text: str) -> "GoTime":
@@ -159,7 +162,8 @@ _JSON_NAMES = {int: "int", float: "float", bool: "bool", type(None): "null", lis
 def decode_hook(kind: type, value):
     "The JSON decoder's `dec_hook` for the record types: an RFC 3339 string into a `GoTime`."
     if kind is not GoTime: raise TypeError(f"a {kind.__name__} is not a value of a shard line")
-    if not isinstance(value, str): raise TypeError(f"Expected `datetime`, got `{_JSON_NAMES.get(type(value), 'value')}`")
+    if not isinstance(value, str):
+        raise TypeError(f"Expected `datetime`, got `{_JSON_NAMES.get(type(value), 'value')}`")
     try: return GoTime.parse(value)
     except ValueError: raise ValueError("Invalid RFC3339 encoded datetime") from None
 
@@ -279,7 +283,8 @@ def mask_surrogates(data: bytes) -> tuple[bytes, dict[bytes, bytes]]:
         escape = data[begin:end]
         if escape not in stand_ins:
             stand_ins[escape] = next(free, None)
-            if stand_ins[escape] is None: raise ValueError("spells more kinds of lone surrogate than there are stand-ins")
+            if stand_ins[escape] is None:
+                raise ValueError("spells more kinds of lone surrogate than there are stand-ins")
         pieces += [data[start:begin], stand_ins[escape]]
         start = end
     pieces.append(data[start:])
@@ -296,7 +301,7 @@ def go_decodable(data: bytes) -> bytes:
     return unmask_surrogates(masked, dict.fromkeys(originals, b"\\ufffd")) if originals else data
 
 def compact_json(raw: msgspec.Raw | bytes) -> bytes:
-    "The raw JSON text `raw` compacted, as Go writes it, lone surrogate escapes kept; `msgspec.DecodeError` if it is not JSON."
+    "The raw JSON text `raw` compacted as Go writes it, lone surrogate escapes kept; `msgspec.DecodeError` if not JSON."
     try: return msgspec.json.format(raw, indent=-1)
     except msgspec.DecodeError:
         masked, originals = mask_surrogates(bytes(raw))
@@ -383,13 +388,16 @@ class Record(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, kw_on
     @property
     def type(self) -> str: "The line type, one of `LINE_TYPES`."; return self.__struct_config__.tag
     @property
-    def payload(self): "The one payload: a `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`."; return getattr(self, self.type)
+    def payload(self):
+        "The one payload: a `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`."
+        return getattr(self, self.type)
     @staticmethod
     def of(line) -> "Record":
         "The record holding `line`, which is a `Record` already or one of the six payloads."
         if isinstance(line, Record): return line
         try: record_type = RECORD_TYPES[type(line)]
-        except KeyError: raise TypeError(f"a shard line is one of {', '.join(LINE_TYPES)}, not {type(line).__name__}") from None
+        except KeyError:
+            raise TypeError(f"a shard line is one of {', '.join(LINE_TYPES)}, not {type(line).__name__}") from None
         return record_type(schema=SCHEMA_VERSION, **{record_type.__struct_config__.tag: line})
 
 class RunRecord(Record, tag="run", kw_only=True): run: Run
@@ -410,9 +418,11 @@ def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
 def _required_texts(payload_type, line_type: str) -> tuple:
     "`(attribute, field)` for each `NonBlank` field of a payload type, the field in its JSON spelling."
-    return tuple((f.name, f"{line_type}.{f.encode_name}") for f in msgspec.structs.fields(payload_type) if f.type == NonBlank)
+    return tuple((f.name, f"{line_type}.{f.encode_name}") for f in msgspec.structs.fields(payload_type)
+                 if f.type == NonBlank)
 
-_REQUIRED_TEXTS = {payload: _required_texts(payload, record.__struct_config__.tag) for payload, record in RECORD_TYPES.items()}
+_REQUIRED_TEXTS = {payload: _required_texts(payload, record.__struct_config__.tag)
+                   for payload, record in RECORD_TYPES.items()}
 
 def line_problem(line) -> Optional[tuple[str, str]]:
     "The first rule the types do not say that `line` (one of the six payloads) breaks, as `(field, why)`, or None."
@@ -421,7 +431,8 @@ def line_problem(line) -> Optional[tuple[str, str]]:
         if (text.isspace() or not text) and _blank(text): return field, f"must not be blank, got {text!r}"
     if isinstance(line, Attempt):
         if _blank(line.session) and line.ended_by not in (ENDED_SKIPPED, ENDED_HARNESS_ERROR):
-            return "attempt.session", f"is blank, but an attempt that ended '{line.ended_by}' ran in a session and must name it"
+            return "attempt.session", (f"is blank, but an attempt that ended '{line.ended_by}' ran in a session "
+                                       "and must name it")
         if line.ended_by == ENDED_SKIPPED and _blank(line.reason):
             return "attempt.reason", "is blank, but a skipped attempt must say which need was not met"
         if line.ended_by == ENDED_COMPLETED and line.reason and not _blank(line.reason):
@@ -523,7 +534,8 @@ def _go_value(value):
     if kind is float: return msgspec.Raw(_go_float(value))
     if kind is msgspec.Raw or kind is bytes:
         try: return msgspec.Raw(compact_json(value))
-        except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a string field such as Block.raw") from None
+        except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a "
+                                                            "string field such as Block.raw") from None
         except RecursionError: raise ValueError("nests arrays or objects deeper than this writer can follow") from None
     if kind is GoTime or kind is dt.datetime: return msgspec.Raw(_go_time(value))
     if kind is list: return [_go_item(i, item) for i, item in enumerate(value)]

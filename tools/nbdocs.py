@@ -235,7 +235,8 @@ class static_outputs(Processor):
                                     f"the notebook must execute cleanly\n{cell.source}")
             if WIDGET_VIEW in data:
                 shown = _widget_outputs(data[WIDGET_VIEW].get("model_id", ""), self.state, set())
-                if not shown and data.get("text/html"):  # no saved state, but the widget said how it reads without a kernel
+                # no saved state, but the widget said how it reads without a kernel
+                if not shown and data.get("text/html"):
                     shown = [_html(_EXTERNAL.sub("", "".join(data["text/html"])))]
                 text = "" if shown else "".join(data.get("text/plain", ""))
                 outputs += shown + [nbformat.v4.new_output("display_data", {"text/plain": text})] * bool(text)
