@@ -70,7 +70,8 @@ def descriptor_of(path) -> int:
 @contextmanager
 def explore_server(log, *arguments: str, wait: float = 90):
     "`modelrecord explore *arguments`, stderr to the open file `log`: `(url, process, lines)` once it prints its address."
-    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())", "explore", *arguments]
+    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())",
+               "explore", *arguments]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()

@@ -24,7 +24,8 @@ def test_the_top_level_is_explicit_and_small():
     assert [n for n in m.__all__ if not hasattr(m, n)] == []
     assert not {"go_float", "go_escape", "GO_NON_BLANK", "ENDING_COLOURS", "AUTHORS"} & set(dir(m))
     from modelrecord import record
-    assert not {"go_float", "go_time", "GO_NON_BLANK"} & set(record.__all__)  # Go's encoding is the record's own business
+    # Go's encoding is the record's own business
+    assert not {"go_float", "go_time", "GO_NON_BLANK"} & set(record.__all__)
 
 
 def test_load_and_tables_are_imported_on_first_use():

@@ -148,7 +148,8 @@ def test_the_writer_remembers_digests_not_lines(tmp_path):
 def test_an_invalid_raw_field_costs_that_line_alone(tmp_path):
     said = []
     bad = Turn(attempt="a1", index=3, try_=1, status=TURN_OK,
-               blocks=[Block(kind=BLOCK_TOOL_CALL, tool="t", arguments=msgspec.Raw(b'{"action": "issue.list", "params": {'))])
+               blocks=[Block(kind=BLOCK_TOOL_CALL, tool="t",
+                             arguments=msgspec.Raw(b'{"action": "issue.list", "params": {'))])
     open_dir(tmp_path).write(verify(1), bad, call(1, result=msgspec.Raw(b"[1,")), verify(2), report=said.append)
     assert [r.payload.attempt for r in read(tmp_path)] == ["a1", "a2"]
     assert len(said) == 2
@@ -346,7 +347,8 @@ def tmpfs(path: Path, options: str):
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     path.mkdir(exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+                             capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
@@ -409,7 +411,8 @@ def test_a_reporter_that_stops_the_test_is_obeyed_after_every_line_is_written(tm
     with pytest.raises(pytest.fail.Exception, match="call.result"):
         open_dir(tmp_path).write(call(1, result=msgspec.Raw(b"{")), verify(1), verify(2), report=pytest.fail)
     with pytest.raises(KeyboardInterrupt):
-        open_dir(tmp_path).write(call(2, result=msgspec.Raw(b"{")), verify(3), report=lambda m: (_ for _ in ()).throw(KeyboardInterrupt))
+        open_dir(tmp_path).write(call(2, result=msgspec.Raw(b"{")), verify(3),
+                                 report=lambda m: (_ for _ in ()).throw(KeyboardInterrupt))
     assert [r.payload.attempt for r in read(tmp_path)] == ["a1", "a2", "a3"]
     assert not open_dir(tmp_path).stopped
 
@@ -428,7 +431,9 @@ def test_a_reporter_waiting_on_another_threads_write_does_not_deadlock(tmp_path)
     blocked = []
 
     def report_from_another_thread(message):  # a reporter that hands the message to a recording thread
-        helper = threading.Thread(target=writer.write, args=(Verify(attempt="reporter", name="report", passed=False, detail=message),), daemon=True)
+        helper = threading.Thread(target=writer.write,
+                                  args=(Verify(attempt="reporter", name="report", passed=False,
+                                               detail=message),), daemon=True)
         helper.start()
         helper.join(5)
         blocked.append(helper.is_alive())  # not an assert: a reporter's exception becomes a warning
