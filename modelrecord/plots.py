@@ -232,17 +232,32 @@ def _x_scale(ax: Axes, ends, notes: list, scale: Optional[Callable], least: floa
     scale(ax.xaxis)
     ax.grid(axis="x", alpha=0.3)
 
-def tokens_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model",
-                    ax: Optional[Axes] = None) -> Figure:
-    "Tokens per model (or per `by`), stacked by category; `split` (\"surface\", \"case\"...): a bar per value in each."
-    frame = tokens(tables, _group_columns(by, split))
-    fig, ax, rows = _bars_figure(frame, "Tokens", by, split, ax, "tokens (every turn line, retries included)")
+class _BarPlot(NamedTuple):
+    "What a plot of stacked bars counts: `what` and its x axis `label`, the `stack`, its `notes`, `scale` and `least`."
+    what: str
+    label: str
+    stack: _Stack
+    notes: Callable  # (ends, frame) -> the note after each bar
+    scale: Callable  # frame -> the function that scales the x axis, or None for no scale
+    least: float  # the x axis reaches at least this far
+
+def _bar_plot(tables: Tables, frame: pd.DataFrame, plot: _BarPlot, by: str, split: Optional[str], ax: Optional[Axes]):
+    "`plot` of the summary `frame` of `tables`, a row per `by` (and `split`); what is missing said when it is empty."
+    fig, ax, rows = _bars_figure(frame, plot.what, by, split, ax, plot.label)
     if frame.empty:
         _nothing(ax, _empty_note(tables, "turn lines"))
         return fig
-    ends, notes = _draw_bars(ax, rows, frame, _TOKEN_STACK, lambda ends, _: [_tokens_text(end) for end in ends])
-    _x_scale(ax, ends, notes, _tokens_axis, least=1)
+    ends, notes = _draw_bars(ax, rows, frame, plot.stack, plot.notes)
+    _x_scale(ax, ends, notes, plot.scale(frame), plot.least)
     return fig
+
+_TOKENS_PLOT = _BarPlot("Tokens", "tokens (every turn line, retries included)", _TOKEN_STACK,
+                        lambda ends, _: [_tokens_text(end) for end in ends], lambda _: _tokens_axis, 1)
+
+def tokens_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model",
+                    ax: Optional[Axes] = None) -> Figure:
+    "Tokens per model (or per `by`), stacked by category; `split` (\"surface\", \"case\"...): a bar per value in each."
+    return _bar_plot(tables, tokens(tables, _group_columns(by, split)), _TOKENS_PLOT, by, split, ax)
 
 # %% ../nbs/10_plots.ipynb #7c892643
 def _cost_notes(ends, spend: pd.DataFrame) -> list:
@@ -253,18 +268,13 @@ def _cost_notes(ends, spend: pd.DataFrame) -> list:
             if row.unpriced_turns else total for total, row in zip(totals, rows)]
 
 # %% ../nbs/10_plots.ipynb #7c892644
+_COST_PLOT = _BarPlot("Cost", "cost (USD)", _COST_STACK, _cost_notes,
+                      lambda spend: _usd_axis if spend.cost.notna().any() else None, 0.01)  # nothing priced: no scale
+
 def cost_by_model(tables: Tables, *, split: Optional[str] = None, by: str = "model",
                   ax: Optional[Axes] = None) -> Figure:
     "Cost per model (or per `by`), stacked by component; an unpriced model gets no bar and says `unpriced`, never $0."
-    spend = costs(tables, _group_columns(by, split))
-    fig, ax, rows = _bars_figure(spend, "Cost", by, split, ax, "cost (USD)")
-    if spend.empty:
-        _nothing(ax, _empty_note(tables, "turn lines"))
-        return fig
-    ends, notes = _draw_bars(ax, rows, spend, _COST_STACK, _cost_notes)
-    priced = spend.cost.notna().any()  # nothing priced: no scale of zeros
-    _x_scale(ax, ends, notes, _usd_axis if priced else None, least=0.01)
-    return fig
+    return _bar_plot(tables, costs(tables, _group_columns(by, split)), _COST_PLOT, by, split, ax)
 
 # %% ../nbs/10_plots.ipynb #3f4d002e
 def _share_bars(ax: Axes, y, shares: pd.DataFrame, names, **style) -> np.ndarray:
