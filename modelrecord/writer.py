@@ -258,7 +258,7 @@ class Writer:
         with self._lock:
             for data, digest in prepared:
                 if self._stopped: return
-                if self._shard is None and not self._open(problems): return
+                if self._shard is None and not self._start_shard(problems): return
                 try: self._shard.append(data, digest)
                 except OSError as failure:
                     if not _owned(failure): raise  # the caller's (a signal handler's TimeoutError): theirs to handle
@@ -276,7 +276,7 @@ class Writer:
         return (f"modelrecord: cannot write to the shard {shard.path}: {_why(failure)}; "
                 f"it keeps the {kept} written before{cut}, and nothing more will be recorded")
 
-    def _open(self, problems: list) -> bool:
+    def _start_shard(self, problems: list) -> bool:
         "Make this writer's shard; on failure, stop. The caller holds the lock."
         if not os.path.isabs(self.directory):
             return self._stop_writing(problems,
