@@ -63,10 +63,25 @@ COST_COMPONENTS = ("input", "output", "cache_write", "cache_read")
 TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
 
-# %% ../nbs/00_record.ipynb #fb1c486c
+# %% ../nbs/00_record.ipynb #e45e525d
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"  # date, time, fraction
                       r"(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)  # and the zone: Z or an offset
 
+def _order(moment) -> tuple:
+    "`(datetime, nanoseconds)`: what two times are compared by."
+    if isinstance(moment, GoTime): return moment.to_datetime(), moment.nanosecond
+    return moment, 0
+
+def _compared(compare):
+    "The method comparing a `GoTime` with any `datetime` by `_order`, with the operator `compare`."
+    def method(self, other):
+        return compare(_order(self), _order(other)) if isinstance(other, dt.datetime) else NotImplemented
+    method.__name__ = f"__{compare.__name__}__"
+    return method
+
+def _rebuild(moment, nanosecond): return GoTime.of(moment, nanosecond)  # how a pickled `GoTime` is made again
+
+# %% ../nbs/00_record.ipynb #fb1c486c
 class GoTime(dt.datetime):
     "A `datetime` that keeps the nanoseconds below its microsecond, as Go's `time.Time` does."
     _nanosecond = 0
@@ -87,74 +102,57 @@ class GoTime(dt.datetime):
         return cls(moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
                    moment.microsecond, moment.tzinfo, fold=moment.fold, nanosecond=nanosecond)
 
+    @classmethod
+    def parse(cls, text: str) -> "GoTime":
+        "The time the RFC 3339 `text` spells, to the nanosecond (digits past the ninth are cut, as Go cuts them)."
+        found = _RFC3339.fullmatch(text)
+        if found is None:
+            raise ValueError(f"{text!r} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)")
+        year, month, day, hour, minute, second, digits, utc, sign, zone_hours, zone_minutes = found.groups()
+        nanos = int((digits or "")[:9].ljust(9, "0"))
+        offset = dt.timedelta(hours=int(zone_hours or 0), minutes=int(zone_minutes or 0)) * (-1 if sign == "-" else 1)
+        zone = dt.timezone.utc if utc or not offset else dt.timezone(offset)
+        return cls(int(year), int(month), int(day), int(hour), int(minute), int(second), nanos // 1000, zone,
+                   nanosecond=nanos % 1000)
+
     def to_datetime(self) -> dt.datetime:
         "This time as a plain `datetime` (microseconds: the nanoseconds dropped)."
         return dt.datetime(self.year, self.month, self.day, self.hour, self.minute, self.second,
                            self.microsecond, self.tzinfo, fold=self.fold)
 
-# %% ../nbs/00_record.ipynb #e45e525d
-def _order(moment) -> tuple:
-    "`(datetime, nanoseconds)`: what two times are compared by."
-    if isinstance(moment, GoTime): return moment.to_datetime(), moment.nanosecond
-    return moment, 0
+    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = map(
+        _compared, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
+    def __hash__(self): return hash(self.to_datetime()) if not self.nanosecond else hash(_order(self))
+    def __reduce_ex__(self, protocol): return _rebuild, (self.to_datetime(), self.nanosecond)
 
-def _compared(compare):
-    "The method comparing a `GoTime` with any `datetime` by `_order`, with the operator `compare`."
-    def method(self, other):
-        return compare(_order(self), _order(other)) if isinstance(other, dt.datetime) else NotImplemented
-    method.__name__ = f"__{compare.__name__}__"
-    return method
+    def replace(self, *args, nanosecond: Optional[int] = None, **changes) -> "GoTime":
+        "This time with the `datetime` fields `changes` (and `nanosecond`) replaced."
+        moved = dt.datetime.replace(self, *args, **changes)
+        return GoTime.of(moved, self.nanosecond if nanosecond is None else nanosecond)
 
-GoTime.__eq__, GoTime.__ne__, GoTime.__lt__, GoTime.__le__, GoTime.__gt__, GoTime.__ge__ = map(
-    _compared, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
+    def astimezone(self, tz=None) -> "GoTime":
+        "This time in the zone `tz` (default: the local one), its nanoseconds kept."
+        return GoTime.of(dt.datetime.astimezone(self, tz), self.nanosecond)
 
-def _hash(self): return hash(self.to_datetime()) if not self.nanosecond else hash(_order(self))
-def _reduce(self, protocol): return _rebuild, (self.to_datetime(), self.nanosecond)
-def _rebuild(moment, nanosecond): return GoTime.of(moment, nanosecond)
-GoTime.__hash__, GoTime.__reduce_ex__ = _hash, _reduce
+    def __add__(self, other):
+        moved = dt.datetime.__add__(self, other)
+        return moved if moved is NotImplemented else GoTime.of(moved, self.nanosecond)
+    __radd__ = __add__
 
-# %% ../nbs/00_record.ipynb #8b5e126f
-def _gotime_replace(self, *args, nanosecond: Optional[int] = None, **changes):
-    "This time with the `datetime` fields `changes` (and `nanosecond`) replaced."
-    return GoTime.of(dt.datetime.replace(self, *args, **changes), self.nanosecond if nanosecond is None else nanosecond)
+    def __sub__(self, other):
+        moved = dt.datetime.__sub__(self, other)
+        return GoTime.of(moved, self.nanosecond) if isinstance(moved, dt.datetime) else moved
 
-def _astimezone(self, tz=None): return GoTime.of(dt.datetime.astimezone(self, tz), self.nanosecond)
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+        "ISO 8601 text, with the nanoseconds when there are any and `timespec` is `auto`."
+        if not self.nanosecond or timespec != "auto": return dt.datetime.isoformat(self, sep, timespec)
+        text = dt.datetime.isoformat(self, sep, "microseconds")
+        return f"{text[:26]}{self.nanosecond:03d}{text[26:]}"
 
-def _add(self, other):
-    moved = dt.datetime.__add__(self, other)
-    return moved if moved is NotImplemented else GoTime.of(moved, self.nanosecond)
-
-def _subtract(self, other):
-    moved = dt.datetime.__sub__(self, other)
-    return GoTime.of(moved, self.nanosecond) if isinstance(moved, dt.datetime) else moved
-
-GoTime.replace, GoTime.astimezone = _gotime_replace, _astimezone
-GoTime.__add__, GoTime.__radd__, GoTime.__sub__ = _add, _add, _subtract
-
-# %% ../nbs/00_record.ipynb #f1e7ce31
-def _parse(cls, text: str) -> "GoTime":
-    "The time the RFC 3339 `text` spells, to the nanosecond (digits past the ninth are cut, as Go cuts them)."
-    found = _RFC3339.fullmatch(text)
-    if found is None: raise ValueError(f"{text!r} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)")
-    year, month, day, hour, minute, second, digits, utc, sign, zone_hours, zone_minutes = found.groups()
-    nanos = int((digits or "")[:9].ljust(9, "0"))
-    offset = dt.timedelta(hours=int(zone_hours or 0), minutes=int(zone_minutes or 0)) * (-1 if sign == "-" else 1)
-    zone = dt.timezone.utc if utc or not offset else dt.timezone(offset)
-    return cls(int(year), int(month), int(day), int(hour), int(minute), int(second), nanos // 1000, zone,
-               nanosecond=nanos % 1000)
-
-def _isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
-    "ISO 8601 text, with the nanoseconds when there are any and `timespec` is `auto`."
-    if not self.nanosecond or timespec != "auto": return dt.datetime.isoformat(self, sep, timespec)
-    text = dt.datetime.isoformat(self, sep, "microseconds")
-    return f"{text[:26]}{self.nanosecond:03d}{text[26:]}"
-
-def _repr(self) -> str:
-    text = dt.datetime.__repr__(self)
-    return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
-
-GoTime.parse, GoTime.isoformat, GoTime.__repr__ = classmethod(_parse), _isoformat, _repr
-GoTime.__str__ = lambda self: self.isoformat(" ")
+    def __repr__(self) -> str:
+        text = dt.datetime.__repr__(self)
+        return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
+    def __str__(self) -> str: return self.isoformat(" ")
 
 # %% ../nbs/00_record.ipynb #a4522959
 _JSON_NAMES = {int: "int", float: "float", bool: "bool", type(None): "null", list: "array", dict: "object"}
