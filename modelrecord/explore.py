@@ -634,13 +634,22 @@ def _success(scores) -> Optional[pd.Series]:
     return None if scores is None else scores.attempts.clean
 
 # %% ../nbs/13_explore.ipynb #8faf8c09
-def _links(rows: pd.DataFrame,  # `outcomes` rows (by attempt_key) of one side on one item, with the attempt id
+_LINKS_SHOWN, _ITEMS_SHOWN = 12, 200  # links per side of an item, and items, a Compare view lists (a big tree has thousands)
+
+def _links(rows: pd.DataFrame,  # `outcomes` rows (by attempt_key), with the attempt id
            side: str,  # "this": attempts of the loaded tree; "other": of the second tree
-          ) -> str:
-    "A link per attempt of `rows` to its conversation: a badge numbered in order, ✓ when it succeeded, ✗ when not."
-    return " ".join(f'<a href="#" class="mr-open" data-open="{side}:{key}" title="{escape(row.attempt)}">'
-                    f'{badge(("✓ " if row.success else "✗ ") + str(number), GOOD if row.success else BAD)}</a>'
-                    for number, (key, row) in enumerate(rows.iterrows(), 1))
+           shown: int = _LINKS_SHOWN,  # how many of an item are linked; the rest are counted
+          ) -> dict:
+    "Per item (model, case, surface) of `rows`, a link per attempt to its conversation: a badge numbered in order, ✓ succeeded, ✗ not."
+    links, counts = {}, {}
+    for key, model, case, surface, attempt, success in zip(rows.index, rows.model, rows.case, rows.surface, rows.attempt, rows.success):
+        item = (model, case, surface)
+        number = counts[item] = counts.get(item, 0) + 1
+        if number <= shown:
+            links.setdefault(item, []).append(f'<a href="#" class="mr-open" data-open="{side}:{key}" title="{escape(attempt)}">'
+                                              f'{badge(("✓ " if success else "✗ ") + str(number), GOOD if success else BAD)}</a>')
+    more = lambda n: f' <span class="mr-meta">and {count_text(n - shown)} more (the Attempts tab lists them)</span>' if n > shown else ""
+    return {item: " ".join(links[item]) + more(counts[item]) for item in counts}
 
 # %% ../nbs/13_explore.ipynb #d307c935
 def _points(difference: float) -> str:
@@ -656,6 +665,12 @@ def _p_text(p: float) -> str:
 def _ratio(successes, attempts) -> str:
     "Successes of attempts, as counts: `3/4`."
     return f"{count_text(int(successes))}/{count_text(int(attempts))}"
+
+# %% ../nbs/13_explore.ipynb #f7ea027e
+def _cut(items: int) -> str:
+    "What a Compare view says when it lists only the first `_ITEMS_SHOWN` of `items` items ('' when it lists them all)."
+    return (f'<p class="mr-meta">The first {count_text(_ITEMS_SHOWN)} are listed; narrow the filters to see the others.</p>'
+            if items > _ITEMS_SHOWN else "")
 
 # %% ../nbs/13_explore.ipynb #a0bcf398
 def _models_html(comparison: ModelComparison,  # `compare_models` of the filtered attempts
@@ -676,14 +691,14 @@ def _models_html(comparison: ModelComparison,  # `compare_models` of the filtere
         table = ('<table class="mr-grid mr-paired"><tr><th></th><th>B succeeded</th><th>B did not</th></tr>'
                  f'<tr><th class="mr-l">A succeeded</th><td>{n["both"]}</td><td>{n["only_a"]}</td></tr>'
                  f'<tr><th class="mr-l">A did not</th><td>{n["only_b"]}</td><td>{n["neither"]}</td></tr></table>')
-    by_item = rows.groupby(["model", "case", "surface"], sort=False)
-    def side(model, case, surface): return _links(by_item.get_group((model, case, surface)), "this")
+    links = _links(rows[rows.model.isin([c.a, c.b])], "this")
     differ = c.disagreements
     body = "".join(f'<tr><td class="mr-l">{escape(case)}</td><td class="mr-l">{escape(surface)}</td>'
                    f'<td>{_ratio(row.c_a, row.n_a)}</td><td>{_ratio(row.c_b, row.n_b)}</td><td>{_points(row.difference)}</td>'
-                   f'<td class="mr-l">{side(c.a, case, surface)}</td><td class="mr-l">{side(c.b, case, surface)}</td></tr>'
-                   for (case, surface), row in differ.iterrows())
+                   f'<td class="mr-l">{links[c.a, case, surface]}</td><td class="mr-l">{links[c.b, case, surface]}</td></tr>'
+                   for (case, surface), row in differ.head(_ITEMS_SHOWN).iterrows())
     cases = (f'<h4>Where they disagree: {plural(len(differ), "item")} of {count_text(len(items))}, most discordant first</h4>'
+             + _cut(len(differ))
              + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">case</th><th class="mr-l">surface</th>'
                 '<th>A</th><th>B</th><th>A &minus; B</th><th class="mr-l">A\'s conversations</th><th class="mr-l">B\'s conversations</th></tr>'
                 f'{body}</table></div>' if len(differ) else '<p class="mr-note">They agree on every item.</p>'))
@@ -715,13 +730,14 @@ def _runs_html(comparison: RunComparison,  # `compare_runs(before=the second tre
     change = items.after_successes / items.after_attempts - items.before_successes / items.before_attempts
     changed = items.assign(change=change)[change != 0]
     changed = changed.iloc[np.argsort(-changed.change.abs().to_numpy(), kind="stable")]
-    old, new = before.groupby(["model", "case", "surface"], sort=False), after.groupby(["model", "case", "surface"], sort=False)
+    old, new = _links(before, "other"), _links(after, "this")
     body = "".join(f'<tr><td class="mr-l">{escape(model)}</td><td class="mr-l">{escape(case)}</td><td class="mr-l">{escape(surface)}</td>'
                    f'<td>{_ratio(row.before_successes, row.before_attempts)}</td><td>{_ratio(row.after_successes, row.after_attempts)}</td>'
-                   f'<td>{_points(row.change)}</td><td class="mr-l">{_links(old.get_group((model, case, surface)), "other")}</td>'
-                   f'<td class="mr-l">{_links(new.get_group((model, case, surface)), "this")}</td></tr>'
-                   for (model, case, surface), row in changed.iterrows())
+                   f'<td>{_points(row.change)}</td><td class="mr-l">{old[model, case, surface]}</td>'
+                   f'<td class="mr-l">{new[model, case, surface]}</td></tr>'
+                   for (model, case, surface), row in changed.head(_ITEMS_SHOWN).iterrows())
     cases = (f'<h4>Where they differ: {plural(len(changed), "item")} of {count_text(len(items))}, most changed first</h4>'
+             + _cut(len(changed))
              + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">model</th><th class="mr-l">case</th>'
                 '<th class="mr-l">surface</th><th>before</th><th>after</th><th>change</th><th class="mr-l">before: conversations</th>'
                 f'<th class="mr-l">after: conversations</th></tr>{body}</table></div>' if len(changed) else
