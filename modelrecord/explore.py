@@ -782,6 +782,7 @@ def _success_text(explorer: Explorer) -> str:
     "What the comparisons count as success, in words."
     return "completed (among the model's own endings)" if explorer.scores is None else "a clean verdict against the answer key"
 
+# %% ../nbs/13_explore.ipynb #75bd9b78
 def _compared_models(explorer: Explorer) -> str:
     "The Compare tab's view of the two models chosen, on the filtered attempts."
     self, models = explorer, _offer_models(explorer)
@@ -848,6 +849,7 @@ def _open_other(explorer: Explorer, key: int):
     self.conversation.value = styled(f'<p class="mr-meta">An attempt of the second tree, <code>{escape(self.compare_path.value.strip())}'
                                      '</code>, opened from the Compare tab.</p>') + shown
 
+# %% ../nbs/13_explore.ipynb #fc66d128
 def _open_compared(explorer: Explorer):
     "A conversation link of the Compare tab was clicked: open that attempt (of this tree or the second) in the Conversation tab."
     self = explorer
