@@ -7,18 +7,22 @@ __all__ = ['PLOTS', 'ALL', 'TABS', 'Explorer', 'Tab', 'add_tab']
 
 # %% ../nbs/13_explore.ipynb #a540776a
 import json
+import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
+import anywidget
 import ipywidgets as widgets
 import numpy as np
 import pandas as pd
+import traitlets
 from itables import JavascriptFunction
 from itables.widget import ITable
 
 from . import plots
+from .compare import ModelComparison, RunComparison, compare_models, compare_runs, outcomes
 from .formatting import count_text, ms_text, plural, share_text, usd_column, usd_decimals, usd_text
 from .live import LiveTree, file_stamp
 from .reader import ShardError, read_shard
@@ -27,7 +31,7 @@ from .sample import example_tree
 from .score import VERDICT_OUTCOMES, load_key, score
 from .summary import attempt_totals, summary
 from .tables import Tables
-from .transcript import conversation_html, ending_badge, escape, styled
+from .transcript import BAD, GOOD, WARN, badge, conversation_html, ending_badge, escape, styled
 
 # %% ../nbs/13_explore.ipynb #165f0e05
 def _summary_html(tables: Tables) -> str:
@@ -144,8 +148,10 @@ class Explorer:
 
     def __init__(self, path=None,  # a shard tree or shard file; None: the bundled example tree
                  load: bool = True,  # read it at once
-                 key=None):  # an answer key (path or mapping): every attempt is scored against it, its verdict shown
+                 key=None,  # an answer key (path or mapping): every attempt is scored against it, its verdict shown
+                 salvage: bool = True):  # load every line that reads and list the others above the tabs; False: refuse the tree
         self.key = None if key is None else load_key(key)  # a malformed key is refused here, before anything is shown
+        self.salvage = salvage
         self.tables = self.filtered = self.tree = self.error = self.scores = None
         self.opened, self.shown, self._quiet, self._shards, self._drawings, self._stale = None, None, False, {}, {}, set()
         _build(self, path)
@@ -175,6 +181,10 @@ class Explorer:
     def open(self, key: Optional[int]):  # an `attempt_key` of the loaded tables, or None
         "Show the conversation of the attempt `key`, or none when `key` is None."
         _open(self, key)
+
+    def openable(self, path) -> Path:  # what a path box names
+        "The tree a path box naming `path` opens (blank: the example tree); a served page's explorer refuses one outside its tree."
+        return Path(str(path).strip() or example_tree())
 
     def show_tab(self, title: str):  # "Overview", "Attempts", "Conversation", or a tab added by `add_tab`
         "Bring the tab `title` into view, drawn for the current filters."
@@ -225,6 +235,8 @@ def _build(explorer: Explorer, path):
     self.refresh_button = widgets.Button(description="Refresh", tooltip="read again the shards that changed since the last load")
     self.progress = widgets.IntProgress(value=0, min=0, max=1, description="reading", style={"description_width": "5em"})
     self.status = widgets.HTML(layout=_fits())
+    self.banner = widgets.HTML(layout=_fits(display="none"))  # the lines a salvaging load left out, when there are any
+    self.banner.add_class("mr-banner")
     self.endings = widgets.SelectMultiple(description="ended by", rows=4, layout=widgets.Layout(width="20em"),
                                           style={"description_width": "5.5em"})
     self.filters = {name: _dropdown(name) for name, _ in self.FILTERS}
@@ -265,7 +277,7 @@ def _layout(explorer: Explorer) -> widgets.VBox:
         widgets.HTML("<h2 style='margin:4px 0'>modelrecord explorer</h2>"
                      "<div>How the attempts of an evaluation ended, what they cost, and what each model said.</div>"),
         widgets.HBox([self.path, self.load_button, self.refresh_button, self.progress], layout=_fits(flex_flow="row wrap")),
-        self.status, bar, self.tabs], layout=_fits())
+        self.status, self.banner, bar, self.tabs], layout=_fits())
 
 # %% ../nbs/13_explore.ipynb #f297d1dc
 def _overview(explorer: Explorer) -> widgets.Widget:
@@ -340,11 +352,19 @@ def _clicked(explorer: Explorer):
     explorer.open(int(explorer.shown.index[rows[0]]))
     explorer.tabs.selected_index = _tab_index(explorer, "Conversation")
 
+# %% ../nbs/13_explore.ipynb #64c7b2b5
+def _shown_path(path) -> str:
+    "`path` as a person who typed it reads it: relative to the working directory when it lies under it, else as it is."
+    if path is None: return ""
+    relative = os.path.relpath(os.path.abspath(path))
+    return relative if not relative.startswith(os.pardir) else str(path)
+
+
 # %% ../nbs/13_explore.ipynb #21439209
 def _refusal_html(error: Exception, shown: Optional[LiveTree]) -> str:
     "Why a tree was not read, in the words of the file; and what is still shown."
     if isinstance(error, ShardError):
-        where = f"<code>{escape(error.path)}</code>" + (f", line {error.line}" if error.line is not None else "")
+        where = f"<code>{escape(_shown_path(error.path))}</code>" + (f", line {error.line}" if error.line is not None else "")
         field = f", field <code>{escape(error.field)}</code>" if error.field else ""
         what = f"<b>Refused:</b> {where}{field}: {escape(error.why)}"
     else: what = f"<b>Could not read it:</b> {escape(type(error).__name__)}: {escape(error)}"
@@ -361,6 +381,39 @@ def _loaded_html(tree: LiveTree, tables: Tables, seconds: float, fresh: bool) ->
     rows = tables.rows
     return styled(f"{what} in {seconds:.1f} s from <code>{escape(tree.path)}</code>: <b>{plural(rows.attempts, 'attempt')}</b>, "
                   f"{plural(rows.turns, 'turn line')}, {plural(rows.calls, 'call')}, {plural(rows.verifies, 'verify', 'verifies')}.")
+
+# %% ../nbs/13_explore.ipynb #55d55279
+def _errors(explorer: Explorer) -> str:
+    "How the explorer reads: `'collect'` when it salvages (the default), else `'raise'`."
+    return "collect" if explorer.salvage else "raise"
+
+# %% ../nbs/13_explore.ipynb #1d6d826d
+_BANNER_LISTED = 5  # problems the banner lists before it folds the rest away
+
+def _problems_html(problems: pd.DataFrame,  # a `Tables.problems` table: shard (relative to the tree), line, field, why
+                   listed: int = _BANNER_LISTED,  # how many are listed before the rest fold away
+                  ) -> str:
+    "The banner of the lines a salvaging load left out: a count, the first `listed`, the rest folded; '' when there are none."
+    if not len(problems): return ""
+    def item(problem) -> str:
+        where = f"<code>{escape(problem.shard)}</code>" + ("" if pd.isna(problem.line) else f", line {int(problem.line)}")
+        field = f", field <code>{escape(problem.field)}</code>" if isinstance(problem.field, str) and problem.field else ""
+        return f"<li>{where}{field}: {escape(problem.why)}</li>"
+    items = [item(problem) for problem in problems.itertuples(index=False)]
+    lines, shards = len(problems), problems.shard.nunique()
+    head = (f"<b>{plural(lines, 'line')} could not be read</b> (in {plural(shards, 'shard')}) and {'is' if lines == 1 else 'are'} "
+            "left out; everything else is loaded. Fix or remove them to see them here.")
+    more = (f"<details><summary>{count_text(lines - listed)} more</summary><ul>{''.join(items[listed:])}</ul></details>"
+            if lines > listed else "")
+    return styled(f'<div style="border-left:4px solid {WARN};background:#fff8e1;padding:6px 10px">{head}'
+                  f'<ul style="margin:4px 0">{"".join(items[:listed])}</ul>{more}</div>')
+
+# %% ../nbs/13_explore.ipynb #759b0e30
+def _show_problems(explorer: Explorer):
+    "Show, above the tabs, the banner of the lines the loaded tables left out (hidden when none were); the progress bar turns orange."
+    banner = _problems_html(explorer.tables.problems)
+    explorer.banner.value, explorer.banner.layout.display = banner, None if banner else "none"
+    if banner: explorer.progress.bar_style = "warning"
 
 # %% ../nbs/13_explore.ipynb #24306bc4
 def _identity(tables: Optional[Tables], key: Optional[int]) -> Optional[tuple]:
@@ -395,6 +448,7 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
     opened = None if fresh else _identity(self.tables, self.opened)
     self.tables, self.tree, self.error, self.scores = tables, tree, None, scores
     self.status.value = _loaded_html(tree, tables, time.perf_counter() - started, fresh)
+    _show_problems(self)
     self._shards.clear(); self._drawings.clear()
     with _hushed(self): _offer_filters(self, keep=not fresh)
     self.opened = _key(tables, opened)
@@ -405,7 +459,8 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
 def _load(explorer: Explorer, path=None):
     "Read the tree at `path` (default: the path box) from scratch and show it."
     if path is not None: explorer.path.value = str(path)
-    _read(explorer, LiveTree(explorer.path.value.strip() or example_tree(), content=explorer.key is not None), fresh=True)
+    _read(explorer, LiveTree(explorer.path.value.strip() or example_tree(), content=explorer.key is not None,
+                            errors=_errors(explorer)), fresh=True)
 
 # %% ../nbs/13_explore.ipynb #1362165a
 def _refresh(explorer: Explorer):
@@ -518,7 +573,7 @@ def _read_cached(explorer: Explorer, path) -> object:
     cached = shards.get(str(path))
     if cached is None or cached[0] != stamp:
         if len(shards) >= 4: shards.pop(next(iter(shards)))
-        cached = shards[str(path)] = stamp, read_shard(path)
+        cached = shards[str(path)] = stamp, read_shard(path, _errors(explorer))
     return cached[1]
 
 # %% ../nbs/13_explore.ipynb #86b3bbe5
@@ -549,3 +604,261 @@ def _static_html(explorer: Explorer, rows: int = 10) -> str:
                   f"{count_text(len(totals))}; run the notebook to sort, search and open them.</p>")
     return "".join([explorer.status.value, summary_html, *images.values(), head,
                     _attempts_html(totals.head(rows), 1, usd_decimals(totals.cost))])
+
+# %% ../nbs/13_explore.ipynb #f1e4f1f1
+_LINKS_ESM = """
+function render({ model, el }) {
+  const draw = () => { el.innerHTML = model.get("value"); };
+  draw();
+  model.on("change:value", draw);
+  el.addEventListener("click", (event) => {
+    const link = event.target.closest("[data-open]");
+    if (!link || !el.contains(link)) return;
+    event.preventDefault();
+    model.set("clicked", link.dataset.open);
+    model.save_changes();
+  });
+}
+export default { render };
+"""  # the browser side of `_LinkedHTML`
+
+class _LinkedHTML(anywidget.AnyWidget):
+    "A piece of HTML whose elements marked `data-open` set `clicked` to that value when clicked, instead of navigating."
+    _esm = _LINKS_ESM
+    value = traitlets.Unicode("").tag(sync=True)  # the HTML shown
+    clicked = traitlets.Unicode("").tag(sync=True)  # the `data-open` of the element clicked ("" once it is handled)
+
+# %% ../nbs/13_explore.ipynb #f27d9cc9
+def _success(scores) -> Optional[pd.Series]:
+    "What a comparison counts as success: the verdict's `clean` per attempt when there is a key (`scores`), else None: completion."
+    return None if scores is None else scores.attempts.clean
+
+# %% ../nbs/13_explore.ipynb #8faf8c09
+_LINKS_SHOWN, _ITEMS_SHOWN = 12, 200  # links per side of an item, and items, a Compare view lists (a big tree has thousands)
+
+def _links(rows: pd.DataFrame,  # `outcomes` rows (by attempt_key), with the attempt id
+           side: str,  # "this": attempts of the loaded tree; "other": of the second tree
+           shown: int = _LINKS_SHOWN,  # how many of an item are linked; the rest are counted
+          ) -> dict:
+    "Per item (model, case, surface) of `rows`, a link per attempt to its conversation: a badge numbered in order, ✓ succeeded, ✗ not."
+    links, counts = {}, {}
+    for key, model, case, surface, attempt, success in zip(rows.index, rows.model, rows.case, rows.surface, rows.attempt, rows.success):
+        item = (model, case, surface)
+        number = counts[item] = counts.get(item, 0) + 1
+        if number <= shown:
+            links.setdefault(item, []).append(f'<a href="#" class="mr-open" data-open="{side}:{key}" title="{escape(attempt)}">'
+                                              f'{badge(("✓ " if success else "✗ ") + str(number), GOOD if success else BAD)}</a>')
+    more = lambda n: f' <span class="mr-meta">and {count_text(n - shown)} more (the Attempts tab lists them)</span>' if n > shown else ""
+    return {item: " ".join(links[item]) + more(counts[item]) for item in counts}
+
+# %% ../nbs/13_explore.ipynb #d307c935
+def _points(difference: float) -> str:
+    "A difference of two rates in percentage points, signed."
+    return "-" if pd.isna(difference) else f"{difference * 100:+.1f}"
+
+# %% ../nbs/13_explore.ipynb #bef21a88
+def _p_text(p: float) -> str:
+    "A p-value as people read it."
+    return "-" if pd.isna(p) else f"{p:.2g}" if p >= 0.001 else "< 0.001"
+
+# %% ../nbs/13_explore.ipynb #77818e1a
+def _ratio(successes, attempts) -> str:
+    "Successes of attempts, as counts: `3/4`."
+    return f"{count_text(int(successes))}/{count_text(int(attempts))}"
+
+# %% ../nbs/13_explore.ipynb #f7ea027e
+def _cut(items: int) -> str:
+    "What a Compare view says when it lists only the first `_ITEMS_SHOWN` of `items` items ('' when it lists them all)."
+    return (f'<p class="mr-meta">The first {count_text(_ITEMS_SHOWN)} are listed; narrow the filters to see the others.</p>'
+            if items > _ITEMS_SHOWN else "")
+
+# %% ../nbs/13_explore.ipynb #a0bcf398
+def _models_html(comparison: ModelComparison,  # `compare_models` of the filtered attempts
+                 rows: pd.DataFrame,  # the `outcomes` of those attempts, with their attempt ids
+                 success: str,  # what counted as success, in words
+                ) -> str:
+    "Two models compared: the paired difference, its test and p-value, the 2x2 table, and the items they disagree on with links."
+    c, items = comparison, comparison.items
+    if not len(items): return styled(f'<p class="mr-note">{escape(c.a)} and {escape(c.b)} attempted no item (case and surface) in common.</p>')
+    head = (f'<p><b>A</b> = {escape(c.a)}, <b>B</b> = {escape(c.b)}, on the {plural(len(items), "item")} (case and surface) both '
+            f'attempted, in {plural(items.index.get_level_values("case").nunique(), "case")}; success = {escape(success)}.</p>'
+            f'<p><b>A &minus; B: {_points(c.difference)} points</b> [{_points(c.low)}, {_points(c.high)}] '
+            f'<span class="mr-meta">(mean paired difference of the per-item rates, 95% interval clustered by case)</span> · '
+            f'test: <b>{escape(c.test)}</b>, <b class="mr-p-value">p = {_p_text(c.p_value)}</b></p>')
+    table = ""
+    if c.counts:
+        n = c.counts
+        table = ('<table class="mr-grid mr-paired"><tr><th></th><th>B succeeded</th><th>B did not</th></tr>'
+                 f'<tr><th class="mr-l">A succeeded</th><td>{n["both"]}</td><td>{n["only_a"]}</td></tr>'
+                 f'<tr><th class="mr-l">A did not</th><td>{n["only_b"]}</td><td>{n["neither"]}</td></tr></table>')
+    links = _links(rows[rows.model.isin([c.a, c.b])], "this")
+    differ = c.disagreements
+    body = "".join(f'<tr><td class="mr-l">{escape(case)}</td><td class="mr-l">{escape(surface)}</td>'
+                   f'<td>{_ratio(row.c_a, row.n_a)}</td><td>{_ratio(row.c_b, row.n_b)}</td><td>{_points(row.difference)}</td>'
+                   f'<td class="mr-l">{links[c.a, case, surface]}</td><td class="mr-l">{links[c.b, case, surface]}</td></tr>'
+                   for (case, surface), row in differ.head(_ITEMS_SHOWN).iterrows())
+    cases = (f'<h4>Where they disagree: {plural(len(differ), "item")} of {count_text(len(items))}, most discordant first</h4>'
+             + _cut(len(differ))
+             + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">case</th><th class="mr-l">surface</th>'
+                '<th>A</th><th>B</th><th>A &minus; B</th><th class="mr-l">A\'s conversations</th><th class="mr-l">B\'s conversations</th></tr>'
+                f'{body}</table></div>' if len(differ) else '<p class="mr-note">They agree on every item.</p>'))
+    return styled(head + table + cases)
+
+# %% ../nbs/13_explore.ipynb #9f8c0f65
+def _runs_html(comparison: RunComparison,  # `compare_runs(before=the second tree, after=this one)`
+               before: pd.DataFrame,  # the `outcomes` of the second tree's attempts compared, with their attempt ids
+               after: pd.DataFrame,  # the same of this tree's
+               success: str,  # what counted as success, in words
+              ) -> str:
+    "This tree against a second one: per model the paired change, test, p-value, Holm's p and verdict; the items that changed, with links."
+    c = comparison
+    if not len(c.models): return styled('<p class="mr-note">No model attempted an item (case and surface) in both trees.</p>')
+    head = (f'<p><b>before</b> = the second tree, <b>after</b> = this one; per model, the items (case and surface) it attempted in '
+            f'both; success = {escape(success)}; a verdict is called when Holm\'s correction across the models keeps p below '
+            f'{c.alpha:g}.</p>')
+    rows = "".join(f'<tr><td class="mr-l">{escape(model)}</td><td>{_ratio(row.before_successes, row.before_attempts)}</td>'
+                   f'<td>{_ratio(row.after_successes, row.after_attempts)}</td><td>{count_text(row["items"])}</td>'
+                   f'<td>{_points(row.difference)}</td><td>[{_points(row.low)}, {_points(row.high)}]</td>'
+                   f'<td class="mr-l">{escape(row.test)}</td><td class="mr-p-value">{_p_text(row.p_value)}</td><td>{_p_text(row.p_holm)}</td>'
+                   f'<td class="mr-l">{badge(row.verdict, plots.CHANGE_COLOURS[row.verdict])}</td></tr>' for model, row in c.models.iterrows())
+    table = ('<div class="mr-scroll"><table class="mr-grid mr-paired"><tr><th class="mr-l">model</th><th>before</th><th>after</th>'
+             '<th>items</th><th>change (points)</th><th>95% interval</th><th class="mr-l">test</th><th>p</th><th>Holm p</th>'
+             f'<th class="mr-l">verdict</th></tr>{rows}</table></div>')
+    apart = (f'<p class="mr-meta">Left out, as not paired: {plural(len(c.new), "item")} only this tree holds, '
+             f'{plural(len(c.gone), "item")} only the second (per model).</p>')
+    items = c.items
+    change = items.after_successes / items.after_attempts - items.before_successes / items.before_attempts
+    changed = items.assign(change=change)[change != 0]
+    changed = changed.iloc[np.argsort(-changed.change.abs().to_numpy(), kind="stable")]
+    old, new = _links(before, "other"), _links(after, "this")
+    body = "".join(f'<tr><td class="mr-l">{escape(model)}</td><td class="mr-l">{escape(case)}</td><td class="mr-l">{escape(surface)}</td>'
+                   f'<td>{_ratio(row.before_successes, row.before_attempts)}</td><td>{_ratio(row.after_successes, row.after_attempts)}</td>'
+                   f'<td>{_points(row.change)}</td><td class="mr-l">{old[model, case, surface]}</td>'
+                   f'<td class="mr-l">{new[model, case, surface]}</td></tr>'
+                   for (model, case, surface), row in changed.head(_ITEMS_SHOWN).iterrows())
+    cases = (f'<h4>Where they differ: {plural(len(changed), "item")} of {count_text(len(items))}, most changed first</h4>'
+             + _cut(len(changed))
+             + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">model</th><th class="mr-l">case</th>'
+                '<th class="mr-l">surface</th><th>before</th><th>after</th><th>change</th><th class="mr-l">before: conversations</th>'
+                f'<th class="mr-l">after: conversations</th></tr>{body}</table></div>' if len(changed) else
+                '<p class="mr-note">Every paired item has the same rate in both.</p>'))
+    return styled(head + table + apart + cases)
+
+# %% ../nbs/13_explore.ipynb #64adae11
+def _compare_tab(explorer: Explorer) -> widgets.Widget:
+    "The Compare tab: two models of the filtered attempts, or this tree against a second; built once per explorer."
+    self = explorer
+    self.compare_mode = widgets.ToggleButtons(options=[("two models", "models"), ("this tree against another", "trees")],
+                                              value="models", style={"button_width": "13em"})
+    self.compare_a, self.compare_b = (widgets.Dropdown(description=side, style={"description_width": "1.5em"},
+                                                       layout=widgets.Layout(width="24em", max_width="100%")) for side in "AB")
+    self.compare_path = widgets.Text(description="before", placeholder="a second tree: the run to compare this one with",
+                                     style={"description_width": "4em"}, layout=widgets.Layout(width="40em", max_width="100%"))
+    self.compare_button = widgets.Button(description="Compare", button_style="primary", tooltip="read the second tree and compare")
+    self.compare_status, self.compare_view = widgets.HTML(layout=_fits()), _LinkedHTML(layout=_fits())
+    self.other_tree = self.other_scores = None  # the second tree (a LiveTree) once read, and its verdicts when there is a key
+    for name in ("compare_mode", "compare_a", "compare_b", "compare_path", "compare_button", "compare_status", "compare_view"):
+        getattr(self, name).add_class(f"mr-{name.replace('_', '-')}")
+    for widget in (self.compare_mode, self.compare_a, self.compare_b): widget.observe(_when(self, lambda: _draw_compare(self)), names="value")
+    self.compare_button.on_click(lambda _: _load_other(self))
+    self.compare_view.observe(_when(self, lambda: _open_compared(self)), names="clicked")
+    self.compare_models = widgets.HBox([self.compare_a, self.compare_b], layout=_fits(flex_flow="row wrap"))
+    self.compare_trees = widgets.VBox([widgets.HBox([self.compare_path, self.compare_button], layout=_fits(flex_flow="row wrap")),
+                                       self.compare_status], layout=_fits(display="none"))
+    return widgets.VBox([self.compare_mode, self.compare_models, self.compare_trees, self.compare_view], layout=_fits())
+
+# %% ../nbs/13_explore.ipynb #4d39dc73
+def _offer_models(explorer: Explorer) -> list:
+    "Offer the models of the filtered attempts in the A and B dropdowns, keeping the ones chosen while they are offered; the models."
+    models = sorted(explorer.filtered.attempts.model.dropna().astype(str).unique())
+    with _hushed(explorer):
+        for widget, default in ((explorer.compare_a, 0), (explorer.compare_b, 1)):
+            chosen = widget.value if widget.value in models else models[default] if len(models) > default else None
+            widget.options, widget.value = models, chosen
+    return models
+
+# %% ../nbs/13_explore.ipynb #ff5d72c3
+def _success_text(explorer: Explorer) -> str:
+    "What the comparisons count as success, in words."
+    return "completed (among the model's own endings)" if explorer.scores is None else "a clean verdict against the answer key"
+
+# %% ../nbs/13_explore.ipynb #75bd9b78
+def _compared_models(explorer: Explorer) -> str:
+    "The Compare tab's view of the two models chosen, on the filtered attempts."
+    self, models = explorer, _offer_models(explorer)
+    if len(models) < 2:
+        return styled(f'<p class="mr-note">The filters keep attempts of {plural(len(models), "model")}; comparing needs two '
+                      '(choose "all" in the model filter).</p>')
+    a, b = self.compare_a.value, self.compare_b.value
+    if a == b: return styled('<p class="mr-note">Choose two different models.</p>')
+    success = _success(self.scores)  # STATS: when compare_models takes scores, pass `self.scores` here instead
+    comparison = compare_models(self.filtered, a, b, success=success)
+    return _models_html(comparison, outcomes(self.filtered, success).join(self.filtered.attempts.attempt), _success_text(self))
+
+# %% ../nbs/13_explore.ipynb #a8a18e16
+def _compared_trees(explorer: Explorer) -> str:
+    "The Compare tab's view of the second tree (before) against this one (after), both narrowed by the filters they share."
+    self, other = explorer, explorer.other_tree
+    if other is None or other.tables is None:
+        return styled('<p class="mr-note">Name a second tree above (the run before this one) and press Compare.</p>')
+    shared = {name: value for name, value in _conditions(self).items() if name in other.tables.attempts.columns and name != "run_id"}
+    before, after = other.tables.where(**shared), self.filtered
+    success_before, success_after = _success(self.other_scores), _success(self.scores)  # STATS: or the scores themselves
+    comparison = compare_runs(before, after, success_before, success_after)
+    return _runs_html(comparison, outcomes(before, success_before).join(before.attempts.attempt),
+                      outcomes(after, success_after).join(after.attempts.attempt), _success_text(self))
+
+# %% ../nbs/13_explore.ipynb #59cf336f
+def _draw_compare(explorer: Explorer):
+    "Draw the Compare tab for `explorer.filtered`, in the way its toggle chose."
+    self = explorer
+    if self.filtered is None: return
+    models = self.compare_mode.value == "models"
+    self.compare_models.layout.display, self.compare_trees.layout.display = (None, "none") if models else ("none", None)
+    try: self.compare_view.value = _compared_models(self) if models else _compared_trees(self)
+    except Exception as error:  # a comparison that fails is a message in the tab, not a traceback in a callback
+        self.compare_view.value = styled(f'<div class="mr-error"><b>Cannot compare these:</b> {escape(type(error).__name__)}: '
+                                         f'{escape(error)}</div>')
+
+# %% ../nbs/13_explore.ipynb #d03d8e75
+def _load_other(explorer: Explorer):
+    "Read the second tree the Compare tab's path box names (where the explorer's path box may go), then draw the comparison."
+    self, given = explorer, explorer.compare_path.value.strip()
+    if not given:
+        self.compare_status.value = styled('<p class="mr-note">Name the tree to compare this one with.</p>')
+        return
+    try:
+        tree = LiveTree(self.openable(given), content=self.key is not None, errors=_errors(self))
+        tables = tree.read()
+        scores = None if self.key is None else score(tables, self.key)
+    except Exception as error:  # shown in the tab, as the explorer's own path box shows a refusal
+        self.compare_status.value = _refusal_html(error, self.other_tree)
+        return
+    self.other_tree, self.other_scores = tree, scores
+    self.compare_status.value = (styled(f'Second tree <code>{escape(given)}</code>: {plural(len(tables.attempts), "attempt")}.')
+                                 + _problems_html(tables.problems))
+    _draw_compare(self)
+
+# %% ../nbs/13_explore.ipynb #619b83e3
+def _open_other(explorer: Explorer, key: int):
+    "Show the conversation of the attempt `key` of the second tree, marked as such."
+    self = explorer
+    self.opened = None  # no attempt of this tree is open
+    try: shown = conversation_html(self.other_tree.tables, key, lambda path: _read_cached(self, path), self.other_scores)
+    except Exception as error: shown = _refusal_html(error, self.other_tree)
+    self.conversation.value = styled(f'<p class="mr-meta">An attempt of the second tree, <code>{escape(self.compare_path.value.strip())}'
+                                     '</code>, opened from the Compare tab.</p>') + shown
+
+# %% ../nbs/13_explore.ipynb #fc66d128
+def _open_compared(explorer: Explorer):
+    "A conversation link of the Compare tab was clicked: open that attempt (of this tree or the second) in the Conversation tab."
+    self = explorer
+    side, _, key = self.compare_view.clicked.partition(":")
+    with _hushed(self): self.compare_view.clicked = ""  # handled: the same link clicked again is a change again
+    if not key: return
+    if side == "other": _open_other(self, int(key))
+    else: self.open(int(key))
+    self.tabs.selected_index = _tab_index(self, "Conversation")
+
+# %% ../nbs/13_explore.ipynb #7152914d
+add_tab("Compare", _compare_tab, _draw_compare)

@@ -82,6 +82,10 @@ class ConfinedExplorer(Explorer):
         "Read again what changed in the loaded tree (or load the one the path box names), if it lies in `root`."
         if self._confined() is not None: super().refresh()
 
+    def openable(self, path) -> Path:  # what a path box names (relative paths are taken from the tree)
+        "`path` resolved, if it lies in `root`; else a `ShardError` saying how to serve it (as the Compare tab's path box asks)."
+        return confined_path(self.root, path)
+
     def _confined(self) -> Optional[Path]:
         "The path box's path resolved, or None after showing why it is refused."
         try: return confined_path(self.root, self.path.value)

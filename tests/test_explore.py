@@ -2,6 +2,7 @@
 `selected_rows`), then read what is displayed."""
 import html
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def test_loads_the_example_tree_with_progress(fresh, tables):
     assert "Read 4 shards" in fresh.status.value and f"{len(tables.attempts)} attempts" in fresh.status.value
     assert fresh.progress.value == fresh.progress.max > 1 and fresh.progress.bar_style == "success"
     assert fresh.path.value == str(example_tree())
-    assert fresh.tabs.titles == ("Overview", "Attempts", "Conversation") and fresh.tabs.selected_index == 0
+    assert fresh.tabs.titles == ("Overview", "Attempts", "Conversation", "Compare") and fresh.tabs.selected_index == 0
     assert sum(int(label.rsplit("(", 1)[1].rstrip(")").replace(",", "")) for label, _ in fresh.endings.options) == len(tables.attempts)
     assert [value for _, value in fresh.endings.options] == list(ENDINGS)
     for name in PLOTS: assert fresh.plots[name].value.startswith('<img class="mr-plot"'), name
@@ -105,11 +106,12 @@ def test_filter_choices_are_the_values_of_the_tree(fresh, tables):
     ('{"schema":1,"type":"run","run":{"run_id":"r","repeat":1}}\n{"schema":1,"type":"run",', 2, None),
 ])
 def test_a_refused_tree_is_a_message_not_a_traceback(tmp_path, refused):
+    "Strict (salvage=False): the whole tree is refused, the first bad line named."
     text, line, field = refused
     bad = tmp_path / "bad" / "modeleval-x.jsonl"
     bad.parent.mkdir()
     bad.write_text(text)
-    explorer = Explorer(example_tree())
+    explorer = Explorer(example_tree(), salvage=False)
     shown = explorer.tables
     explorer.path.value = str(bad.parent)
     explorer.load_button.click()
@@ -395,7 +397,8 @@ def test_refresh_reads_only_new_and_changed_shards(growing, monkeypatch):
 
 
 def test_a_torn_line_keeps_what_was_shown_until_it_is_whole(growing):
-    explorer = Explorer(growing)
+    "Strict (salvage=False): a refresh that meets a torn line keeps the tables shown before."
+    explorer = Explorer(growing, salvage=False)
     shown, shard = explorer.tables, shard_list(growing)[0]
     line = shard.read_bytes().split(b"\n")[1]
     lines = shard.read_bytes().count(b"\n")
@@ -439,3 +442,221 @@ def test_refresh_with_another_path_loads_it(growing):
     explorer.path.value = str(example_tree())
     explorer.refresh()
     assert explorer.tree.path == example_tree() and "Read 4 shards" in explorer.status.value
+
+
+# ------------------------------------------------------------------------------------------------
+# Salvage: a tree with unreadable lines loads the rest, with a banner above the tabs
+
+BAD_LINES = [b'{"schema":1,"type":"attempt","attempt":{"id":"a","case":"c","model":"m","repeat":1,"ended_by":"done"}}',
+             b'{"schema":1,"type":"turn","turn":{"attempt":"a","index":1,"try":1,"status":"fine"}}',
+             b'not json', b'{"schema":1,"type":"nothing"}', b'[1, 2]', b'{"schema":99,"type":"run"}']
+
+
+@pytest.fixture
+def salvaged(tmp_path):
+    "A copy of the example tree, one shard of it ending with six bad lines and a torn one: `(tree, shard)`."
+    tree = tmp_path / "salvaged"
+    shutil.copytree(example_tree(), tree)
+    shard = shard_list(tree)[0]
+    with shard.open("ab") as file: file.write(b"\n".join(BAD_LINES) + b'\n{"schema":1,"type":"run"')
+    return tree, shard
+
+
+def test_a_tree_with_bad_lines_loads_the_rest_with_a_banner(salvaged, tables):
+    tree, shard = salvaged
+    explorer = Explorer(tree)
+    expected = load(tree, errors="collect").problems
+    assert explorer.error is None and len(explorer.tables.attempts) == len(tables.attempts)
+    assert explorer.tables.problems.equals(expected) and len(expected) == 7
+    banner = explorer.banner.value
+    assert explorer.banner.layout.display is None and explorer.progress.bar_style == "warning"
+    assert "<b>7 lines could not be read</b> (in 1 shard)" in banner and "2 more</summary>" in banner
+    relative = shard.relative_to(tree).as_posix()
+    assert str(tree) not in banner and f"<code>{relative}</code>, line" in banner
+    listed, folded = banner.split("<details>")
+    lines = shard.read_bytes().count(b"\n")  # the torn line is the one after the last newline
+    for problem in expected.itertuples():
+        where = f"<code>{relative}</code>, line {problem.line}"
+        assert where in (listed if problem.Index < 5 else folded), where
+        assert html.escape(problem.why) in banner
+    assert f"line {lines + 1}" in folded and "field <code>attempt.ended_by</code>" in listed
+    assert explorer.banner in explorer.widget.children and \
+        list(explorer.widget.children).index(explorer.banner) < list(explorer.widget.children).index(explorer.tabs)
+    key = int(explorer.tables.attempts.index[explorer.tables.attempts.shard == relative][0])
+    explorer.open(key)  # an attempt of the salvaged shard reads
+    assert explorer.tables.attempts.attempt[key] in explorer.conversation.value and "Refused" not in explorer.conversation.value
+    explorer.close()
+
+
+def test_the_banner_goes_once_the_bad_lines_do(salvaged):
+    tree, shard = salvaged
+    explorer = Explorer(tree)
+    assert explorer.banner.layout.display is None
+    shard.write_bytes(shard.read_bytes().split(BAD_LINES[0])[0])  # the bad lines removed
+    explorer.refresh()
+    assert explorer.banner.layout.display == "none" and explorer.banner.value == "" and explorer.progress.bar_style == "success"
+    assert explorer.tree.changes["changed"] == [shard.relative_to(tree).as_posix()]
+    explorer.close()
+
+
+def test_a_torn_line_of_a_growing_tree_is_in_the_banner_until_it_is_whole(growing):
+    explorer = Explorer(growing)
+    shard = shard_list(growing)[0]
+    line = shard.read_bytes().split(b"\n")[1]
+    lines = shard.read_bytes().count(b"\n")
+    with shard.open("ab") as file: file.write(line[:40])  # a writer halfway through a line
+    explorer.refresh()
+    assert explorer.error is None and f"line {lines + 1}" in explorer.banner.value and "1 line could not be read" in explorer.banner.value
+    with shard.open("ab") as file: file.write(line[40:] + b"\n")  # the line finished
+    explorer.refresh()
+    assert explorer.banner.layout.display == "none" and len(explorer.tables.problems) == 0
+    explorer.close()
+
+
+def test_the_served_page_salvages_too(salvaged):
+    from modelrecord.serve import PATH_ENV, page_explorer
+    tree, _ = salvaged
+    explorer = page_explorer({PATH_ENV: str(tree)})
+    assert explorer.salvage and explorer.error is None and "7 lines could not be read" in explorer.banner.value
+    explorer.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Compare: two models, or this tree against another
+
+def p_text(p: float) -> str:
+    "A p-value as the Compare tab writes it."
+    return "< 0.001" if p < 0.001 else f"{p:.2g}"
+
+
+def links(view: str) -> list:
+    "The `data-open` values of the conversation links in a Compare view, in order."
+    return [part.split('"', 1)[0] for part in view.split('data-open="')[1:]]
+
+
+SONNET, PERFECT, GPT = "anthropic:claude-sonnet-4;effort=high", "fake:perfect", "openai:gpt-5"
+
+
+def test_the_compare_tab_compares_two_models(fresh, tables):
+    from modelrecord.compare import compare_models, outcomes
+    fresh.show_tab("Compare")
+    models = sorted(tables.attempts.model.astype(str).unique())
+    assert (fresh.compare_a.options, fresh.compare_a.value, fresh.compare_b.value) == (tuple(models), models[0], models[1])
+    fresh.compare_a.value, fresh.compare_b.value = SONNET, PERFECT
+    expected = compare_models(tables, SONNET, PERFECT)
+    view = fresh.compare_view.value
+    assert f"p = {p_text(expected.p_value)}" in view and f"test: <b>{expected.test}</b>" in view
+    assert f"{len(expected.items)} items" in view and "success = completed" in view
+    table = view.split('class="mr-grid mr-disagreements"')[1]
+    assert table.count("<tr>") - 1 == len(expected.disagreements)
+    shown = [float(re.findall(r"<td>([+-][0-9.]+)</td>", row)[0]) for row in table.split("<tr>")[2:]]  # A - B, in points
+    assert [abs(x) for x in shown] == sorted((abs(x) for x in shown), reverse=True)  # most discordant first
+    (case, surface), _ = next(expected.disagreements.iterrows())
+    rows = outcomes(tables)
+    wanted = [f"this:{key}" for model in (SONNET, PERFECT)
+              for key in rows.index[(rows.model == model) & (rows.case == case) & (rows.surface == surface)]]
+    assert links(view)[:len(wanted)] == wanted  # the first item's conversations, A's then B's
+    fresh.compare_b.value = SONNET
+    assert "Choose two different models" in fresh.compare_view.value
+
+
+def test_a_click_on_a_disagreeing_case_opens_its_conversation(fresh, tables):
+    fresh.show_tab("Compare")
+    fresh.compare_a.value, fresh.compare_b.value = SONNET, PERFECT
+    first = links(fresh.compare_view.value)[0]
+    for _ in range(2):  # the same link twice: each click opens it
+        fresh.show_tab("Compare")
+        fresh.compare_view.clicked = first
+        key = int(first.split(":")[1])
+        assert fresh.opened == key and fresh.compare_view.clicked == ""
+        assert fresh.tabs.titles[fresh.tabs.selected_index] == "Conversation"
+        assert tables.attempts.attempt[key] in fresh.conversation.value
+
+
+def test_compare_follows_the_filter_bar(fresh, tables):
+    from modelrecord.compare import compare_models
+    fresh.show_tab("Compare")
+    fresh.compare_a.value, fresh.compare_b.value = SONNET, GPT
+    fresh.surface.value = "meta"
+    expected = compare_models(tables.where(surface="meta"), SONNET, GPT)
+    assert f"p = {p_text(expected.p_value)}" in fresh.compare_view.value
+    assert (fresh.compare_a.value, fresh.compare_b.value) == (SONNET, GPT)  # the choice survives the filter
+    fresh.endings.value = ("completed",)
+    assert "They agree on every item" in fresh.compare_view.value  # only completed attempts: every one a success
+    fresh.model.value = GPT
+    assert "attempts of 1 model; comparing needs two" in fresh.compare_view.value
+
+
+def test_compare_with_a_key_counts_clean_verdicts(tables):
+    from modelrecord.compare import compare_models
+    from modelrecord.sample import example_key
+    explorer = Explorer(key=example_key())
+    explorer.show_tab("Compare")
+    explorer.compare_a.value, explorer.compare_b.value = SONNET, GPT
+    expected = compare_models(tables, SONNET, GPT, success=explorer.scores.attempts.clean)
+    completion = compare_models(tables, SONNET, GPT)
+    view = explorer.compare_view.value
+    assert "success = a clean verdict" in view and f"p = {p_text(expected.p_value)}" in view
+    assert p_text(expected.p_value) != p_text(completion.p_value) and f"p = {p_text(completion.p_value)}" not in view  # not completion
+    assert view.split('class="mr-grid mr-disagreements"')[1].count("<tr>") - 1 == len(expected.disagreements)
+    explorer.close()
+
+
+def test_compare_this_tree_against_another(tmp_path):
+    from modelrecord.compare import compare_runs
+    from modelrecord.sample import example_runs
+    before, after = example_runs()
+    explorer = Explorer(after)
+    explorer.show_tab("Compare")
+    explorer.compare_mode.value = "trees"
+    assert "Name a second tree" in explorer.compare_view.value
+    explorer.compare_path.value = str(before)
+    explorer.compare_button.click()
+    expected = compare_runs(load(before), load(after))
+    view = explorer.compare_view.value
+    assert view.count(">regression</span>") == len(expected.regressions) == 1
+    assert view.count('class="mr-p-value"') == len(expected.models)
+    for model, row in expected.models.iterrows():
+        assert f'{html.escape(model)}</td><td>{row.before_successes:,}/{row.before_attempts:,}</td>' in view
+        assert f'<td class="mr-p-value">{p_text(row.p_value)}</td><td>{p_text(row.p_holm)}</td>' in view
+    other = next(link for link in links(view) if link.startswith("other:"))
+    explorer.compare_view.clicked = other
+    key = int(other.split(":")[1])
+    assert explorer.opened is None and "An attempt of the second tree" in explorer.conversation.value
+    assert explorer.other_tree.tables.attempts.attempt[key] in explorer.conversation.value
+    this = next(link for link in links(view) if link.startswith("this:"))
+    explorer.compare_view.clicked = this
+    assert explorer.opened == int(this.split(":")[1])
+    explorer.model.value = "fake:perfect"  # the model filter narrows both trees
+    explorer.show_tab("Compare")
+    assert explorer.compare_view.value.count('class="mr-p-value"') == 1
+    explorer.compare_path.value = str(tmp_path / "missing")
+    explorer.compare_button.click()
+    assert "does not exist" in explorer.compare_status.value and "Still showing" in explorer.compare_status.value
+    assert explorer.other_tree.path == before  # the tree compared before stays compared
+    explorer.close()
+
+
+def test_the_served_page_compares_only_inside_its_tree(tmp_path):
+    from modelrecord.sample import example_runs
+    from modelrecord.serve import ANY_PATH_ENV, PATH_ENV, page_explorer
+    before, after = example_runs()
+    confined = page_explorer({PATH_ENV: str(after)})
+    confined.compare_mode.value = "trees"
+    confined.compare_path.value = str(before)
+    confined.compare_button.click()
+    assert "is outside the tree this page serves" in confined.compare_status.value and confined.other_tree is None
+    confined.close()
+    both = page_explorer({PATH_ENV: str(before.parent)})  # a tree holding both: each a path inside it
+    both.load("after")
+    both.compare_mode.value = "trees"
+    both.compare_path.value = "before"
+    both.compare_button.click()
+    assert both.other_tree is not None and ">regression</span>" in both.compare_view.value
+    both.close()
+    free = page_explorer({PATH_ENV: str(after), ANY_PATH_ENV: "1"})
+    free.compare_mode.value = "trees"
+    free.compare_path.value = str(before)
+    free.compare_button.click()
+    assert free.other_tree is not None and ">regression</span>" in free.compare_view.value
+    free.close()

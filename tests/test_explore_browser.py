@@ -166,3 +166,54 @@ def test_explore_page_in_chromium(server):
     said = []
     while not lines.empty(): said.append(lines.get())
     assert any("stopped" in line for line in said), said
+
+
+def test_compare_tab_and_salvage_banner_in_chromium(tmp_path):
+    """A tree with a bad line: the banner shows above the tabs; the Compare tab renders, two models picked show their p-value,
+    and a click on a disagreeing case opens its conversation."""
+    import shutil
+    from playwright.sync_api import sync_playwright
+    from modelrecord.compare import compare_models
+    tree = tmp_path / "salvaged"
+    shutil.copytree(example_tree(), tree)
+    shard = sorted(tree.rglob("modeleval-*.jsonl"))[0]
+    with shard.open("a") as file: file.write('{"schema":1,"type":"attempt","attempt":{"id":"a","case":"c","model":"m","repeat":1,"ended_by":"done"}}\n')
+    a, b = "anthropic:claude-sonnet-4;effort=high", "fake:perfect"
+    expected = compare_models(load(example_tree()), a, b)
+    p_text = "< 0.001" if expected.p_value < 0.001 else f"{expected.p_value:.2g}"
+    ARTIFACTS.mkdir(exist_ok=True)
+    errors = []
+    with open(ARTIFACTS / "explore-compare-server.log", "w") as log, \
+         explore_server(log, str(tree), "--port", str(free_port()), wait=60) as (url, process, lines), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url, timeout=90_000)
+            page.wait_for_selector(".mr-summary table", timeout=120_000)
+            banner = page.inner_text(".mr-banner")
+            assert "1 line could not be read" in banner and f"{shard.relative_to(tree).as_posix()}, line" in banner, banner
+            assert "attempt.ended_by" in banner and page.is_visible(".mr-banner")
+
+            open_tab(page, "Compare")
+            page.wait_for_selector(".mr-compare-view .mr-p-value", timeout=30_000)  # the first two models, compared
+            page.select_option(".mr-compare-a select", label=a)
+            page.select_option(".mr-compare-b select", label=b)
+            page.wait_for_function(f"() => document.querySelector('.mr-compare-view .mr-p-value').textContent === 'p = {p_text}'",
+                                   timeout=30_000)
+            assert expected.test in page.inner_text(".mr-compare-view")
+            no_sideways_scroll(page)
+            page.screenshot(path=str(ARTIFACTS / "explore-1280-compare.png"), full_page=True)
+
+            link = page.locator(".mr-compare-view .mr-disagreements [data-open]").first
+            attempt = link.get_attribute("title")
+            link.click()
+            page.wait_for_function("() => document.querySelector('.mr-tabs .lm-TabBar-tab.lm-mod-current').textContent.includes('Conversation')",
+                                   timeout=30_000)
+            page.wait_for_function(f"() => document.querySelector('.mr-conversation').textContent.includes({attempt!r})", timeout=30_000)
+            assert page.is_visible(".mr-conversation h3")
+            page.screenshot(path=str(ARTIFACTS / "explore-1280-compare-conversation.png"))
+        finally:
+            browser.close()
+    assert errors == [], f"the browser console reported errors: {errors}"
