@@ -191,12 +191,12 @@ SESSION_COLUMNS = ("mode", "capabilities", "served_tools")  # what an attempt kn
 
 def _payloads(records: list, owners: np.ndarray) -> dict:
     "Line type -> `(payloads, their shards)`: the payloads of `records` (of the shards `owners`) grouped by type, in file order."
-    codes = np.fromiter((_CODES[type(record)] for record in records), np.int8, len(records))
+    codes = np.fromiter(map(_CODES.__getitem__, map(type, records)), np.int8, len(records))
     groups = {}
     for code, line_type in enumerate(_PAYLOADS.values()):
         at = np.flatnonzero(codes == code)
         payload = attrgetter(line_type)
-        groups[line_type] = [payload(records[i]) for i in at.tolist()], owners[at]
+        groups[line_type] = list(map(payload, map(records.__getitem__, at.tolist()))), owners[at]
     return groups
 
 # %% ../nbs/04_tables.ipynb #1f9432f5
@@ -371,13 +371,38 @@ def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.Integ
     local = column.fill_null(-1).to_numpy()
     return pd.arrays.IntegerArray(local + offsets, local < 0)
 
+def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
+    "Whether the category `codes` (-1 missing) use all `categories`, each first met after those before it."
+    if not len(codes): return categories == 0
+    reached = np.maximum.accumulate(codes.astype(np.int32))  # the highest code met so far
+    return reached[-1] == categories - 1 and bool((codes[1:] <= reached[:-1] + 1).all()) and codes[0] <= 0
+
 def _first_met(column: pd.Series) -> pd.Series:
     "A categorical `column` with the categories its rows hold, in the order they are first met down the column."
-    codes = column.cat.codes.to_numpy()
+    codes, categories = column.cat.codes.to_numpy(), column.cat.categories
+    if categories.dtype == "str" and _in_first_met_order(codes, len(categories)): return column  # the usual case, left alone
     held = pd.unique(codes[codes >= 0])  # in the order first met
-    if len(held) == len(column.cat.categories) and (held == np.arange(len(held))).all() and column.cat.categories.dtype == "str":
-        return column  # already so: the usual case, left alone
-    return column.cat.set_categories(pd.Index(column.cat.categories[held], dtype="str"))
+    return column.cat.set_categories(pd.Index(categories[held], dtype="str"))
+
+def _as_shown(column: pa.ChunkedArray, vocabulary=None) -> tuple:
+    "`(codes, categories)` of a dictionary `column`: the categories shown (a `vocabulary` whole, then other values held, sorted;"
+    " else those held, first met first), and each row's code among them (-1 where missing)."
+    column = column.unify_dictionaries().combine_chunks()
+    codes, values = column.indices.fill_null(-1).to_numpy(), column.dictionary
+    if vocabulary is None:
+        if _in_first_met_order(codes, len(values)): return codes, values.to_pylist()  # the usual case, left alone
+        shown = values.take(pa.array(pd.unique(codes[codes >= 0]), pa.int64()))
+    else:
+        held = values.filter(pa.array(np.bincount(codes[codes >= 0], minlength=len(values)) > 0)).to_pylist()
+        shown = pa.array(list(vocabulary) + sorted(set(held) - set(vocabulary)), pa.string())
+    moved = np.append(_positions(values, shown).fill_null(-1).to_numpy(), -1)[codes]  # each row's code among those shown
+    return moved, shown.to_pylist()
+
+def _categorical(codes: np.ndarray, categories: list, dtypes: dict) -> pd.Categorical:
+    "A categorical of `codes` among `categories`, of the dtype in `dtypes` (categories -> dtype) shared by columns of the same categories."
+    key = tuple(categories)
+    if key not in dtypes: dtypes[key] = pd.CategoricalDtype(pd.Index(categories, dtype="str"))  # pandas checks them once
+    return pd.Categorical.from_codes(codes, dtype=dtypes[key])
 
 def _categories(frame: pd.DataFrame) -> pd.DataFrame:
     "`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order, and the others in the order first met."
@@ -386,8 +411,10 @@ def _categories(frame: pd.DataFrame) -> pd.DataFrame:
         if name not in VOCABULARY_COLUMNS:
             frame[name] = _first_met(column)
             continue
-        vocabulary, column = VOCABULARY_COLUMNS[name], column.cat.remove_unused_categories()
-        frame[name] = column.cat.set_categories(list(vocabulary) + sorted(set(column.cat.categories) - set(vocabulary)))
+        codes, categories = column.cat.codes.to_numpy(), column.cat.categories
+        held = categories[np.bincount(codes[codes >= 0], minlength=len(categories)) > 0]
+        vocabulary = VOCABULARY_COLUMNS[name]
+        frame[name] = column.cat.set_categories(list(vocabulary) + sorted(set(held) - set(vocabulary)))
     return frame
 
 # %% ../nbs/04_tables.ipynb #44c29a97
@@ -404,18 +431,23 @@ def _relative(paths: pd.Index, root) -> pd.Index:
 def _frames(parts: list, root) -> dict:
     "One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to `root`."
     rows = {name: np.concatenate([_counts(part)[name] for part in parts]).astype(np.int64) for name in TABLES}
-    frames = {}
+    frames, dtypes = {}, {}
     for name in TABLES:
         table = pa.concat_tables([part[name] for part in parts])
-        keys = [key for key in table.column_names if key in _KEYS]
-        frame = table.drop_columns(keys).to_pandas(use_threads=False)
-        for key in keys:
-            target = rows[_KEYS[key]]
-            offsets = np.repeat(np.cumsum(target) - target, rows[name])
-            frame.insert(table.column_names.index(key), key, _global_key(table.column(key), offsets))
+        built = [column for column, kind in zip(table.column_names, table.schema.types)
+                 if column in _KEYS or pa.types.is_dictionary(kind)]  # the keys and categoricals, built here
+        frame = table.drop_columns(built).to_pandas(use_threads=False)
+        for column in built:
+            if column in _KEYS:
+                target = rows[_KEYS[column]]
+                values = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
+            else:
+                codes, categories = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column))
+                if column == "shard" and root is not None: categories = list(_relative(pd.Index(categories, dtype="str"), root))
+                values = _categorical(codes, categories, dtypes)
+            frame.insert(table.column_names.index(column), column, values, allow_duplicates=True)  # (not there: skips a look-up)
         if name in _INDEX: frame.index.name = _INDEX[name]
-        if root is not None: frame["shard"] = frame.shard.cat.rename_categories(_relative(frame.shard.cat.categories, root))
-        frames[name] = _categories(frame)
+        frames[name] = frame
     return frames
 
 # %% ../nbs/04_tables.ipynb #7432f1f6
@@ -572,12 +604,15 @@ class _Followed:
     def __exit__(self, *_): pass
     def update(self, size: int): self.done += size; self.follow(self.done, self.total)
 
+def _unseen(done: int, total: int):
+    "Progress no one sees."
+
 def _progress(total: int, progress):
     "A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen); a callable `progress(done, total)` is told instead."
     if callable(progress): return _Followed(progress, total)
+    if not (_interactive() if progress is None else progress): return _Followed(_unseen, total)  # tqdm not even imported
     from tqdm.std import tqdm
-    show = _interactive() if progress is None else progress
-    return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, disable=not show, desc="load", file=sys.stderr, leave=False)
+    return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, desc="load", file=sys.stderr, leave=False)
 
 def _batches(positions: list, sizes: list, workers: int) -> list:
     "The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about `BATCH_BYTES` each."
