@@ -236,7 +236,9 @@ def _flatten_blocks(per_turn: tuple) -> tuple:
 def _attempt_prices(models: pa.Array, prices: dict) -> np.ndarray:
     "Per-million prices (one row per attempt of `models`, plus a NaN row last) from `prices` (spec -> Price or None)."
     at = _positions(models, pa.array(list(prices), pa.string())).fill_null(len(prices)).to_numpy()
-    return _price_matrix([*prices.values(), None])[np.append(at, len(prices))]
+    listed = [*prices.values(), None]
+    used, at = np.unique(np.append(at, len(prices)), return_inverse=True)  # only the prices some attempt is billed at
+    return _price_matrix([listed[i] for i in used])[at]
 
 def _first_prices(first: list, single: bool) -> dict:
     "The prices of each shard's first run line, by spec (by shard number and spec, as `_keyed` spells it, in a batch)."
