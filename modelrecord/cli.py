@@ -35,17 +35,19 @@ def _refused(error: ValueError) -> int:
 
 # %% ../nbs/17_cli.ipynb #f2427d01
 _ANALYSIS = ("numpy", "pandas", "pyarrow", "tqdm")
-EXTRA_MODULES = {"analysis": _ANALYSIS, "explore": _ANALYSIS + ("matplotlib", "ipywidgets", "voila")}  # extra -> the modules it installs
+EXTRA_MODULES = {"analysis": _ANALYSIS + ("scipy", "statsmodels"),
+                 "explore": _ANALYSIS + ("matplotlib", "ipywidgets", "voila")}  # extra -> the modules it installs
 
 def needs(extra: str):
-    "Decorate a command that needs `extra`: when a module of it is missing, say so on stderr with what to install, and exit 2."
+    "Decorate a command that needs `extra`: when a module of it is missing, say what to install, and exit 2."
     def decorate(command):
         @functools.wraps(command)
         def run(args) -> int:
             missing = [name for name in EXTRA_MODULES[extra] if importlib.util.find_spec(name) is None]
             if not missing: return command(args)
             print(f"modelrecord: {command.__name__} needs the {extra} extra ({', '.join(missing)} "
-                  f"{'is' if len(missing) == 1 else 'are'} not installed): pip install 'modelrecord[{extra}]'", file=sys.stderr)
+                  f"{'is' if len(missing) == 1 else 'are'} not installed): pip install 'modelrecord[{extra}]'",
+                  file=sys.stderr)
             return 2
         return run
     return decorate
@@ -69,19 +71,21 @@ def validate(args) -> int:
     return 1
 
 # %% ../nbs/17_cli.ipynb #46e122cc
-def _repeats(tables, k: int) -> dict:
+def _repeats(tables, k: int, verdict=None) -> dict:
     "Per model: its pass@k and pass^k records (`k`, `value`, `low`, `high`, `cases`, `left_out`)."
     from modelrecord.compare import pass_at_k, pass_hat_k
-    tables_k = {"pass_at_k": pass_at_k(tables, k), "pass_hat_k": pass_hat_k(tables, k)}
+    tables_k = {"pass_at_k": pass_at_k(tables, k, verdict=verdict),
+                "pass_hat_k": pass_hat_k(tables, k, verdict=verdict)}
     number = lambda v: None if v != v else float(v)
     return {model: {name: {"k": k, **{c: number(frame.loc[model, c]) for c in ("value", "low", "high")},
                            "cases": int(frame.loc[model, "cases"]), "left_out": int(frame.loc[model, "left_out"])}
                     for name, frame in tables_k.items()} for model in tables_k["pass_at_k"].index}
 
-def _repeats_text(repeats: dict) -> str:
+def _repeats_text(repeats: dict, success: str) -> str:
     "The pass@k and pass^k of each model as lines of text."
     from modelrecord.summary import interval_text
-    lines = ["", "Repeats (mean over items, case on a surface, tried at least k times; 95% bootstrap interval)"]
+    lines = ["", f"Repeats (success = {success}; mean over items, case on a surface, tried at least k times; "
+                 "95% bootstrap interval)"]
     for model, parts in repeats.items():
         for name, label in (("pass_at_k", "pass@"), ("pass_hat_k", "pass^")):
             p = parts[name]
@@ -97,6 +101,7 @@ def summary(args) -> int:
     by = args.by.split(",")
     if args.k is not None and (by != ["model"] or args.k < 1):
         return _misused("--k needs a k of 1 or more and the rows per model (no --by)")
+    if args.verdict and not args.key: return _misused("--verdict needs an answer key: give it with --key KEY")
     tree = _tree(args.path)
     errors = "collect" if args.salvage else "raise"
     try:
@@ -104,17 +109,23 @@ def summary(args) -> int:
         scored = _scores(tables, args.key) if args.key else None
     except (ShardError, ValueError) as error: return _refused(error)
     for problem in tables.problems.itertuples():
-        print(f"modelrecord: skipped {ShardError(problem.shard, problem.line, problem.field, problem.why)}", file=sys.stderr)
-    if len(tables.problems): print(f"modelrecord: {len(tables.problems)} lines refused, the rest summarised", file=sys.stderr)
+        print(f"modelrecord: skipped {ShardError(problem.shard, problem.line, problem.field, problem.why)}",
+              file=sys.stderr)
+    if len(tables.problems): print(f"modelrecord: {len(tables.problems)} lines refused, the rest summarised",
+                                   file=sys.stderr)
     try: table = summarise(tables, by=by)
     except ValueError as error: return _misused(error)
-    repeats = _repeats(tables, args.k) if args.k is not None else {}
+    verdict = (args.verdict or "clean") if scored is not None else None
+    repeats = _repeats(tables if scored is None else scored, args.k, verdict) if args.k is not None else {}
+    verdicts = None if scored is None else scored.table(by)
     if args.json:
-        rows = [{**row, **repeats.get(row.get("model"), {})} for row in summary_records(table)]
-        print(json.dumps({"rows": rows}, indent=2))
+        rows = [{**row, **repeats.get(row.get("model"), {})} for row in summary_records(table, verdicts)]
+        print(json.dumps({"rows": rows} if verdict is None else {"success": f"verdict {verdict}", "rows": rows},
+                         indent=2))
         return 0
     print(f"Summary of {args.path}" if args.path else f"Summary of the bundled example tree ({tree})")
-    print(summary_text(table, None if scored is None else scored.table(by)) + (_repeats_text(repeats) if repeats else ""), end="")
+    success = "completed" if verdict is None else f"verdict {verdict}"
+    print(summary_text(table, verdicts) + (_repeats_text(repeats, success) if repeats else ""), end="")
     return 0
 
 @needs("analysis")
@@ -137,7 +148,7 @@ def cache(args) -> int:
 
 # %% ../nbs/17_cli.ipynb #6a3f0c02
 def _scores(tables, key):
-    "The `Scores` of `tables` against the key file `key` (a refusal is a `ShardError` or an `AnswerKeyError`)."
+    "The `Scores` of `tables` against the key file `key` (refused as a `ShardError` or an `AnswerKeyError`)."
     from modelrecord.score import load_key, score as score_tables
     return score_tables(tables, load_key(key))
 
@@ -147,7 +158,8 @@ def score(args) -> int:
     from modelrecord.score import AnswerKeyError, table_text
     from modelrecord.tables import load
     if args.path and not args.key:
-        print("modelrecord: score needs the answer key of the tree: give it with --key KEY (JSON or YAML)", file=sys.stderr)
+        print("modelrecord: score needs the answer key of the tree: give it with --key KEY (JSON or YAML)",
+              file=sys.stderr)
         return 2
     if not args.path:
         from modelrecord.sample import example_key
@@ -159,7 +171,8 @@ def score(args) -> int:
     except ValueError as error:
         print(f"modelrecord: {error}", file=sys.stderr)
         return 2
-    print(json.dumps(shown, ensure_ascii=False, default=lambda value: value.item()) if args.json else shown, end="\n" if args.json else "")
+    if args.json: print(json.dumps(shown, ensure_ascii=False, default=lambda value: value.item()))
+    else: print(shown, end="")
     return 0
 
 # %% ../nbs/17_cli.ipynb #3f809535
@@ -184,9 +197,12 @@ def _changed_items(comparison, limit: int = 15) -> list:
     change = items.after_successes / items.after_attempts - items.before_successes / items.before_attempts
     order = change[change != 0].abs().sort_values(ascending=False, kind="stable").index[:limit]
     lines = [f"  {model} {case}/{surface}: {items.before_successes[key]}/{items.before_attempts[key]} -> "
-             f"{items.after_successes[key]}/{items.after_attempts[key]}" for key in order for model, case, surface in [key]]
-    return ([f"Items that changed most ({len(order)} of {int((change != 0).sum())}):"] + lines) if lines else ["No item changed."]
+             f"{items.after_successes[key]}/{items.after_attempts[key]}" for key in order
+             for model, case, surface in [key]]
+    if not lines: return ["No item changed."]
+    return [f"Items that changed most ({len(order)} of {int((change != 0).sum())}):", *lines]
 
+@needs("analysis")
 def compare(args) -> int:
     "Compare two runs (two trees, or `--runs`/`--commits` of one tree); print the verdicts per model, or JSON."
     from modelrecord.compare import REGRESSION, compare_runs, run_comparison_records, runs_of
@@ -195,12 +211,18 @@ def compare(args) -> int:
     if len(args.paths) != (1 if pick else 2):
         return _misused("give two trees (BEFORE AFTER), or one tree with --runs or --commits")
     if not 0 < args.alpha < 1: return _misused(f"--alpha must be between 0 and 1, not {args.alpha}")
-    try: trees = [load(Path(path), workers=args.workers) for path in args.paths]
+    keys = args.key or []
+    most = 1 if pick else 2  # one tree takes one key; two trees one for both, or one each
+    if len(keys) > most: return _misused("--key takes one answer key, or two (BEFORE AFTER) for two trees")
+    if args.verdict and not keys: return _misused("--verdict needs an answer key: give it with --key KEY")
+    try: trees = [load(Path(path), workers=args.workers, content=bool(keys)) for path in args.paths]
     except ShardError as error: return _refused(error)
     if pick:
         try: trees = [runs_of(trees[0], name.split(",") if args.runs else name) for name in pick]
         except ValueError as error: return _misused(error)
-    result = compare_runs(*trees, alpha=args.alpha)
+    key = None if not keys else keys[0] if len(keys) == 1 else tuple(keys)  # one key serves both runs
+    try: result = compare_runs(*trees, alpha=args.alpha, key=key, verdict=args.verdict)
+    except (ShardError, ValueError) as error: return _refused(error)
     if args.json: print(json.dumps(run_comparison_records(result), indent=2))
     else: print("\n".join([repr(result), *_changed_items(result)]))
     return 1 if args.fail_on_regression and (result.models.verdict == REGRESSION).any() else 0
@@ -209,34 +231,45 @@ def compare(args) -> int:
 def parser() -> argparse.ArgumentParser:
     "The `modelrecord` command line."
     top = argparse.ArgumentParser(prog="modelrecord", description="Read, check and analyse evaluation shard trees.")
+    verdicts = dict(choices=["clean", "completed", "unaided"], default=None,
+                    help="with --key: the verdict that counts as success (default: clean)")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     def command(name, run, help, optional_path=True):
         "A subcommand running `run`, reading the tree at its `path` argument."
         sub = commands.add_parser(name, help=help)
         sub.add_argument("path", nargs="?" if optional_path else None,
-                         help="a shard file or directory tree" + (" (default: the bundled example tree)" if optional_path else ""))
+                         help="a shard file or directory tree"
+                         + (" (default: the bundled example tree)" if optional_path else ""))
         sub.set_defaults(run=run)
         return sub
     workers = dict(type=int, default=None, help="processes reading shards (default: by tree size)")
     command("validate", validate, "read a tree strictly: count its lines per shard and list every problem")
     summarise = command("summary", summary, "print the per-model summary of a tree")
-    summarise.add_argument("--by", default="model", help="attempt columns to group by, comma-separated (default: model)")
-    summarise.add_argument("--key", help="also score the tree against this answer key (JSON or YAML) and show the verdicts")
+    summarise.add_argument("--by", default="model",
+                           help="attempt columns to group by, comma-separated (default: model)")
+    summarise.add_argument("--key",
+                           help="also score the tree against this answer key (JSON or YAML), show the verdicts")
+    summarise.add_argument("--verdict", **verdicts)
     summarise.add_argument("--workers", **workers)
-    summarise.add_argument("--salvage", action="store_true", help="summarise every line that reads; list the refused ones on stderr")
+    summarise.add_argument("--salvage", action="store_true",
+                           help="summarise every line that reads; list the refused ones on stderr")
     summarise.add_argument("--no-cache", action="store_true", help="neither read nor write the load cache")
     summarise.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     summarise.add_argument("--k", type=int, default=None, help="also give each model's pass@k and pass^k for this k")
     grade = command("score", score, "score a tree against its answer key and print the published table")
-    grade.add_argument("--key", help="the answer key (JSON or YAML); needed with a path (default: the example tree's key)")
-    grade.add_argument("--by", default="model,surface", help="attempt columns to group by, comma-separated, or 'row' (default: model,surface)")
+    grade.add_argument("--key",
+                       help="the answer key (JSON or YAML); needed with a path (default: the example tree's key)")
+    grade.add_argument("--by", default="model,surface",
+                       help="attempt columns to group by, comma-separated, or 'row' (default: model,surface)")
     grade.add_argument("--json", action="store_true", help="print the verdicts and the rows as one JSON object")
     grade.add_argument("--workers", **workers)
-    write = command("export", export, "write a tree's tables as Parquet datasets partitioned by run", optional_path=False)
+    write = command("export", export, "write a tree's tables as Parquet datasets partitioned by run",
+                    optional_path=False)
     write.add_argument("--to", required=True, help="the directory to write <table>/run_id=<run>/ datasets into")
     write.add_argument("--content", action="store_true", help="also keep texts, arguments, results and digests")
     write.add_argument("--workers", **workers)
-    write.add_argument("--ns", action="store_true", help="keep timestamps in nanoseconds (default: microseconds, as Spark reads)")
+    write.add_argument("--ns", action="store_true",
+                       help="keep timestamps in nanoseconds (default: microseconds, as Spark reads)")
     write.add_argument("--no-cache", action="store_true", help="neither read nor write the load cache")
     cached = commands.add_parser("cache", help="manage the load cache")
     cached.add_argument("action", choices=["clear"], help="clear: delete every cached table")
@@ -251,9 +284,15 @@ def parser() -> argparse.ArgumentParser:
     against = commands.add_parser("compare", help="compare two runs: two trees, or two runs or commits of one tree")
     against.add_argument("paths", nargs="+", metavar="TREE", help="BEFORE AFTER, or one TREE with --runs or --commits")
     which = against.add_mutually_exclusive_group()
-    which.add_argument("--runs", nargs=2, metavar=("BEFORE", "AFTER"), help="two run ids of the tree (each may be a comma-separated list)")
-    which.add_argument("--commits", nargs=2, metavar=("BEFORE", "AFTER"), help="two commits (or unique prefixes) of the tree")
-    against.add_argument("--alpha", type=float, default=0.05, help="the level a change must reach after Holm's correction (default: 0.05)")
+    which.add_argument("--runs", nargs=2, metavar=("BEFORE", "AFTER"),
+                       help="two run ids of the tree (each may be a comma-separated list)")
+    which.add_argument("--commits", nargs=2, metavar=("BEFORE", "AFTER"),
+                       help="two commits (or unique prefixes) of the tree")
+    against.add_argument("--alpha", type=float, default=0.05,
+                         help="the level a change must reach after Holm's correction (default: 0.05)")
+    against.add_argument("--key", nargs="+", metavar="KEY",
+                         help="count a verdict against this answer key as success: one key, or two (BEFORE AFTER)")
+    against.add_argument("--verdict", **verdicts)
     against.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
     against.add_argument("--fail-on-regression", action="store_true", help="exit 1 when some model regressed")
     against.add_argument("--workers", **workers)

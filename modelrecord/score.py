@@ -8,11 +8,11 @@ __all__ = ['OUTCOME_COMPLETED', 'OUTCOME_FAILED', 'OUTCOME_GITLAB_REFUSED', 'OUT
            'MATCHED_BY', 'ATTEMPT_WHY', 'STEP_WHY', 'ARGUMENT_WHY', 'TRUTHS', 'MODE_READ_ONLY', 'MODE_SAFE',
            'MODE_DEFAULT', 'SERVER_REFUSALS', 'WITHHELD_MARKER', 'CONFIRM_PLACES', 'REFUSED_INVALID_PARAMS',
            'REFUSED_NEEDS_CONFIRMATION', 'REFUSED_UNKNOWN_ACTION', 'SENT_BACK', 'ROW_COLUMNS', 'ATTEMPT_FIELDS',
-           'STEP_FIELDS', 'ARGUMENT_FIELDS', 'PUBLISHED', 'PUBLISHED_TITLES', 'DEFAULT_BY', 'Produced', 'Argument',
-           'Step', 'Flags', 'Surface', 'AnswerKeyError', 'AnswerKey', 'load_key', 'check_key', 'go_number', 'canonical',
-           'canonical_value', 'values_equal', 'raw_fields', 'CallView', 'call_view', 'AttemptView', 'ended_in_text',
-           'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio', 'overhead_text',
-           'Scores', 'table_text']
+           'STEP_FIELDS', 'ARGUMENT_FIELDS', 'PUBLISHED', 'PROPORTIONS', 'PUBLISHED_TITLES', 'DEFAULT_BY', 'Produced',
+           'Argument', 'Step', 'Flags', 'Surface', 'AnswerKeyError', 'AnswerKey', 'load_key', 'check_key', 'go_number',
+           'canonical', 'canonical_value', 'values_equal', 'raw_fields', 'CallView', 'call_view', 'AttemptView',
+           'ended_in_text', 'scan', 'arguments', 'score_steps', 'score_attempt', 'line_number', 'score', 'Ratio',
+           'overhead_text', 'Scores', 'published_table', 'table_text']
 
 # %% ../nbs/08_score.ipynb #55b014e5
 import math
@@ -35,18 +35,23 @@ from .record import (
 # %% ../nbs/08_score.ipynb #bea7d291
 OUTCOME_COMPLETED, OUTCOME_FAILED, OUTCOME_GITLAB_REFUSED, OUTCOME_UNOBSERVED = (
     "completed", "failed", "gitlab_refused", "unobserved")
-RUNNER_OUTCOMES = (ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_OVER_BUDGET)  # ended_by that is the outcome
+# ended_by that is the outcome
+RUNNER_OUTCOMES = (ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_OVER_BUDGET)
+# every outcome, in table order
 VERDICT_OUTCOMES = (OUTCOME_COMPLETED, OUTCOME_FAILED, ENDED_OVER_BUDGET, ENDED_MALFORMED, OUTCOME_GITLAB_REFUSED,
-                    OUTCOME_UNOBSERVED, ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR)  # every outcome, in table order
-SCORED_OUTCOMES = (OUTCOME_COMPLETED, OUTCOME_FAILED, ENDED_OVER_BUDGET, ENDED_MALFORMED)  # the outcomes the columns count
-APART_OUTCOMES = (ENDED_SKIPPED, OUTCOME_UNOBSERVED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, OUTCOME_GITLAB_REFUSED)  # tallied, nothing else
+                    OUTCOME_UNOBSERVED, ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR)
+# the outcomes the columns count
+SCORED_OUTCOMES = (OUTCOME_COMPLETED, OUTCOME_FAILED, ENDED_OVER_BUDGET, ENDED_MALFORMED)
+# tallied, nothing else
+APART_OUTCOMES = (ENDED_SKIPPED, OUTCOME_UNOBSERVED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, OUTCOME_GITLAB_REFUSED)
 
 ANSWERS = ("accepted", "gitlab_refused", "wrong")  # what the server's answer to a step's call was worth
 DECLINES = ("by-refusal", "by-text")  # how a read-only session's mutation was rightly not done
 CONFIRMATIONS = ("unaided", "server-aided", "never")  # how a destructive step was confirmed
 MATCHED_BY = ("dispatched", "requested", "tool")  # which name of the call named the step
 
-ATTEMPT_WHY = ("runner_ending", "unobserved_step", "blocked_by_refusal", "step_failed", "verify_failed", "gitlab_refused")
+ATTEMPT_WHY = ("runner_ending", "unobserved_step", "blocked_by_refusal", "step_failed", "verify_failed",
+               "gitlab_refused")
 STEP_WHY = ("unknown_step", "no_call", "sent_back", "gitlab_refused", "wrong_answer", "served_in_read_only",
             "argument_mismatch", "mutated_then_declined")
 ARGUMENT_WHY = ("not_sent", "fact_not_recorded", "binding_outside_key", "binding_unreached", "binding_truncated",
@@ -57,9 +62,13 @@ TRUTHS = ("authored", "fact", "literal", "produced", "none")  # an argument's tr
 MODE_READ_ONLY, MODE_SAFE, MODE_DEFAULT = "read-only", "safe", "default"
 
 # %% ../nbs/08_score.ipynb #cd02f808
-SERVER_REFUSALS = ("safe_mode", "needs_confirmation", "invalid_params", "unknown_action", "rate_limited", "fine_grained")  # refused:R that are not GitLab's
-WITHHELD_MARKER = "/properties/action"  # in the text of a read-only server's refused:invalid_params: the action was withheld
-CONFIRM_PLACES = ("top", "action_args")  # where a surface's `confirm` flag is: the call's top level, or the action's arguments
+# refused:R that are not GitLab's
+SERVER_REFUSALS = ("safe_mode", "needs_confirmation", "invalid_params", "unknown_action", "rate_limited",
+                   "fine_grained")
+# in the text of a read-only server's refused:invalid_params: the action was withheld
+WITHHELD_MARKER = "/properties/action"
+# where a surface's `confirm` flag is: the call's top level, or the action's arguments
+CONFIRM_PLACES = ("top", "action_args")
 
 class Produced(NamedTuple):
     "A binding: the field (dotted path) of the result that step `step` (from 1) got back."
@@ -118,7 +127,9 @@ class _Reader:
     def mapping(self, value, where: str, fields: Sequence[str] = None) -> Mapping:
         if not isinstance(value, Mapping): self.fail(where, f"must be a mapping, got {_kind(value)}")
         bad = [k for k in value if not isinstance(k, str) or (fields is not None and k not in fields)]
-        if bad: self.fail(where, f"has no field {bad[0]!r} (the fields are: {', '.join(fields)})" if fields else f"key {bad[0]!r} is not text")
+        if bad: self.fail(where,
+                          f"has no field {bad[0]!r} (the fields are: {', '.join(fields)})" if fields
+                          else f"key {bad[0]!r} is not text")
         return value
     def text(self, value, where: str) -> str:
         if not isinstance(value, str): self.fail(where, f"must be text, got {_kind(value)}")
@@ -154,7 +165,8 @@ def _argument(read: _Reader, value, where: str) -> Argument:
     if produced is not None:
         produced = read.mapping(produced, f"{where}.produced", ("step", "field"))
         step = produced.get("step")
-        if isinstance(step, bool) or not isinstance(step, int): read.fail(f"{where}.produced.step", f"must be a step number, got {_kind(step)}")
+        if isinstance(step, bool) or not isinstance(step, int): read.fail(f"{where}.produced.step",
+                                                                          f"must be a step number, got {_kind(step)}")
         produced = Produced(step, read.text(produced.get("field", ""), f"{where}.produced.field"))
     literal = value.get("literal")
     if isinstance(literal, float) and not math.isfinite(literal): read.fail(f"{where}.literal", "must be a JSON value")
@@ -166,7 +178,8 @@ def _step(read: _Reader, value, where: str) -> Step:
     "One step of a case, structure checked: one of action or tool, unique argument names."
     value = read.mapping(value, where, _STEP_FIELDS)
     action, tool = (read.text(_given(value.get(k), ""), f"{where}.{k}") for k in ("action", "tool"))
-    if bool(action) == bool(tool): read.fail(where, "must name one of action or tool" + (", not both" if action else ""))
+    if bool(action) == bool(tool): read.fail(where,
+                                             "must name one of action or tool" + (", not both" if action else ""))
     raw_args = _given(value.get("args"), [])
     if not isinstance(raw_args, (list, tuple)): read.fail(f"{where}.args", f"must be a list, got {_kind(raw_args)}")
     args = tuple(_argument(read, a, f"{where}.args[{i}]") for i, a in enumerate(raw_args))
@@ -181,7 +194,8 @@ def _catalog(read: _Reader, value, where: str) -> dict:
     "The flags of each action or tool of one part of the catalog."
     out = {}
     for name, entry in read.mapping(_given(value, {}), where).items():
-        entry = read.mapping(entry if entry is not None else {}, f"{where}.{name}", ("mutating", "destructive", "meta", "individual"))
+        entry = read.mapping(entry if entry is not None else {}, f"{where}.{name}",
+                             ("mutating", "destructive", "meta", "individual"))
         out[name] = Flags(read.flag(entry.get("mutating", False), f"{where}.{name}.mutating"),
                           read.flag(entry.get("destructive", False), f"{where}.{name}.destructive"))
         if entry.get("meta") is not None: read.mapping(entry["meta"], f"{where}.{name}.meta", ("tool", "action"))
@@ -194,12 +208,15 @@ def _surfaces(read: _Reader, value) -> dict:
     for name, entry in read.mapping(_given(value, {}), "surfaces").items():
         entry = read.mapping(entry if entry is not None else {}, f"surfaces.{name}", ("dispatchers", "confirm"))
         confirm = entry.get("confirm", "top")
-        if confirm not in CONFIRM_PLACES: read.fail(f"surfaces.{name}.confirm", f"must be one of {', '.join(CONFIRM_PLACES)}, got {_kind(confirm)}")
-        out[name] = Surface(frozenset(read.texts(_given(entry.get("dispatchers"), []), f"surfaces.{name}.dispatchers")), confirm)
+        if confirm not in CONFIRM_PLACES: read.fail(f"surfaces.{name}.confirm",
+                                                    f"must be one of {', '.join(CONFIRM_PLACES)}, got {_kind(confirm)}")
+        out[name] = Surface(frozenset(read.texts(_given(entry.get("dispatchers"), []), f"surfaces.{name}.dispatchers")),
+                            confirm)
     return out
 
 # %% ../nbs/08_score.ipynb #8e727738
-_KEY_FIELDS = ("cases", "catalog", "surfaces", "discovery_tools", "fact_spellings", "tiers", "server_refusals", "withheld_marker")
+_KEY_FIELDS = ("cases", "catalog", "surfaces", "discovery_tools", "fact_spellings", "tiers", "server_refusals",
+               "withheld_marker")
 
 class AnswerKey(NamedTuple):
     "An answer key, loaded: the steps of each case and the settings of the server it was written for."
@@ -220,25 +237,27 @@ class AnswerKey(NamedTuple):
 
     def __repr__(self):
         steps = sum(map(len, self.cases.values()))
-        return (f"AnswerKey({os.path.basename(self.source)}: {len(self.cases)} cases, {steps} steps, {len(self.actions)} actions, "
-                f"{len(self.tools)} tools, surfaces {', '.join(self.surfaces) or 'none'})")
+        return (f"AnswerKey({os.path.basename(self.source)}: {len(self.cases)} cases, {steps} steps, "
+                f"{len(self.actions)} actions, {len(self.tools)} tools, surfaces {', '.join(self.surfaces) or 'none'})")
 
 # %% ../nbs/08_score.ipynb #017b7ca8
 def _parsed(path) -> Mapping:
     "The mapping in the key file at `path`: JSON when it ends in .json, YAML otherwise."
     source = os.fspath(path)
     try: data = Path(source).read_bytes()
-    except OSError as failure: raise AnswerKeyError(source, "", f"cannot be read: {failure.strerror or failure}") from None
+    except OSError as failure:
+        raise AnswerKeyError(source, "", f"cannot be read: {failure.strerror or failure}") from None
     if source.endswith(".json"):
         try: return msgspec.json.decode(data)
         except msgspec.DecodeError as bad: raise AnswerKeyError(source, "", f"is not valid JSON: {bad}") from None
     try: import yaml
-    except ImportError: raise AnswerKeyError(source, "", "is YAML, which needs PyYAML: pip install 'modelrecord[analysis]'") from None
+    except ImportError:
+        raise AnswerKeyError(source, "", "is YAML, which needs PyYAML: pip install 'modelrecord[analysis]'") from None
     try: return yaml.safe_load(data)
     except yaml.YAMLError as bad: raise AnswerKeyError(source, "", f"is not valid YAML: {bad}") from None
 
 def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey]) -> AnswerKey:
-    "The answer key at the path `key` (JSON or YAML), or in the mapping `key`, its structure checked; refused whole when malformed."
+    "The answer key at the path `key` (JSON or YAML) or in the mapping `key`, structure checked; refused if malformed."
     if isinstance(key, AnswerKey): return key
     source, value = (os.fspath(key), _parsed(key)) if isinstance(key, (str, os.PathLike)) else ("<key>", key)
     read = _Reader(source)
@@ -250,17 +269,21 @@ def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey]) -> AnswerKey:
         if not isinstance(steps, (list, tuple)): read.fail(f"cases.{case}.steps", f"must be a list, got {_kind(steps)}")
         cases[case] = tuple(_step(read, s, f"cases.{case}.steps[{i}]") for i, s in enumerate(steps))
     catalog = read.mapping(_given(value.get("catalog"), {}), "catalog", ("actions", "tools"))
-    spellings = {k: read.texts(v, f"fact_spellings.{k}") for k, v in read.mapping(_given(value.get("fact_spellings"), {}), "fact_spellings").items()}
+    spellings = {k: read.texts(v, f"fact_spellings.{k}")
+                 for k, v in read.mapping(_given(value.get("fact_spellings"), {}), "fact_spellings").items()}
     return AnswerKey(cases=cases, actions=_catalog(read, catalog.get("actions"), "catalog.actions"),
-                     tools=_catalog(read, catalog.get("tools"), "catalog.tools"), surfaces=_surfaces(read, value.get("surfaces")),
+                     tools=_catalog(read, catalog.get("tools"), "catalog.tools"),
+                     surfaces=_surfaces(read, value.get("surfaces")),
                      discovery_tools=frozenset(read.texts(_given(value.get("discovery_tools"), []), "discovery_tools")),
                      fact_spellings=spellings, tiers=read.texts(_given(value.get("tiers"), []), "tiers"),
-                     server_refusals=frozenset(read.texts(value.get("server_refusals", SERVER_REFUSALS), "server_refusals")),
-                     withheld_marker=read.text(value.get("withheld_marker", WITHHELD_MARKER), "withheld_marker"), source=source)
+                     server_refusals=frozenset(read.texts(value.get("server_refusals", SERVER_REFUSALS),
+                                                          "server_refusals")),
+                     withheld_marker=read.text(value.get("withheld_marker", WITHHELD_MARKER), "withheld_marker"),
+                     source=source)
 
 # %% ../nbs/08_score.ipynb #2633a2ae
 def check_key(key) -> list:
-    "The problems the stricter author's gate finds in `key` (empty when it passes): one truth per argument, bindings to earlier steps' `produces`."
+    "The problems the author's gate finds in `key` (none: it passes): one truth per argument, earlier-step bindings."
     key, problems = load_key(key), []
     for case, steps in key.cases.items():
         for position, step in enumerate(steps, 1):
@@ -268,16 +291,19 @@ def check_key(key) -> list:
             if key.flags(step) is None: problems.append(f"{where}: the catalog does not list {step.name!r}")
             for argument in step.args:
                 truths = [kind for kind, set_ in (("authored", argument.authored), ("fact", bool(argument.fact)),
-                          ("literal", argument.literal is not None and argument.literal != ""), ("produced", argument.produced is not None)) if set_]
+                          ("literal", argument.literal is not None and argument.literal != ""),
+                          ("produced", argument.produced is not None)) if set_]
                 if len(truths) != 1:
-                    problems.append(f"{where}: argument {argument.name!r} has {'no truth' if not truths else 'truths ' + ', '.join(truths)}; give exactly one")
+                    has = "no truth" if not truths else "truths " + ", ".join(truths)
+                    problems.append(f"{where}: argument {argument.name!r} has {has}; give exactly one")
                 bound = argument.produced
                 if bound is None: continue
                 if not 1 <= bound.step < position:
-                    problems.append(f"{where}: argument {argument.name!r} binds to step {bound.step}, which is not an earlier step")
+                    problems.append(f"{where}: argument {argument.name!r} binds to step {bound.step}, "
+                                    "which is not an earlier step")
                 elif bound.field not in steps[bound.step - 1].produces:
-                    problems.append(f"{where}: argument {argument.name!r} binds to {bound.field!r}, which step {bound.step} "
-                                    f"({steps[bound.step - 1].name}) does not list in produces")
+                    problems.append(f"{where}: argument {argument.name!r} binds to {bound.field!r}, which step "
+                                    f"{bound.step} ({steps[bound.step - 1].name}) does not list in produces")
     return problems
 
 # %% ../nbs/08_score.ipynb #da3f5a73
@@ -298,7 +324,7 @@ def go_number(text: str) -> Optional[float]:
 
 # %% ../nbs/08_score.ipynb #52df4ee0
 def canonical(raw) -> Optional[str]:
-    "The canonical text of the raw JSON value `raw` (text, bytes or `msgspec.Raw`): None for absent or null, a string's content, else compact JSON."
+    "The canonical text of a raw JSON value (text, bytes, `msgspec.Raw`): None for null, a string's content, else JSON."
     if raw is None: return None
     data = raw.encode() if isinstance(raw, str) else bytes(raw)
     if data[:1] == b'"': return _decoded(data)
@@ -326,7 +352,7 @@ def values_equal(sent: Optional[str], want: Optional[str]) -> bool:
 
 # %% ../nbs/08_score.ipynb #b8940fe5
 def raw_fields(raw) -> Optional[dict]:
-    "The fields of the raw JSON object `raw` (text, bytes or `msgspec.Raw`) as name -> raw JSON of the value; None when `raw` is not an object."
+    "The fields of the raw JSON object `raw` (text, bytes, `msgspec.Raw`) as name -> raw JSON; None for a non-object."
     if raw is None: return None
     data = raw.encode() if isinstance(raw, str) else raw if isinstance(raw, bytes) else bytes(raw)
     if data.lstrip()[:1] != b"{": return None
@@ -334,7 +360,8 @@ def raw_fields(raw) -> Optional[dict]:
     except msgspec.DecodeError:
         import json
         value = json.loads(data)
-        return {k: json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode() for k, v in value.items()} if isinstance(value, dict) else None
+        return {k: json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+                for k, v in value.items()} if isinstance(value, dict) else None
 
 # %% ../nbs/08_score.ipynb #2eb98e89
 class CallView(NamedTuple):
@@ -353,9 +380,11 @@ class CallView(NamedTuple):
     withheld: bool  # refused:invalid_params with the withheld marker in its text
     mutation: bool  # dispatched an action the catalog says mutates
 
-REFUSED_INVALID_PARAMS, REFUSED_NEEDS_CONFIRMATION = refused_outcome("invalid_params"), refused_outcome("needs_confirmation")
+REFUSED_INVALID_PARAMS = refused_outcome("invalid_params")
+REFUSED_NEEDS_CONFIRMATION = refused_outcome("needs_confirmation")
 REFUSED_UNKNOWN_ACTION = refused_outcome("unknown_action")
-SENT_BACK = (REFUSED_INVALID_PARAMS, REFUSED_NEEDS_CONFIRMATION)  # a call the server sent back for the model to try again
+# a call the server sent back for the model to try again
+SENT_BACK = (REFUSED_INVALID_PARAMS, REFUSED_NEEDS_CONFIRMATION)
 
 def call_view(call, key: AnswerKey) -> CallView:
     "The `CallView` of one `Call` line."
@@ -363,8 +392,9 @@ def call_view(call, key: AnswerKey) -> CallView:
     discovery = not call.dispatched_action and (call.dispatched_tool or call.tool) in key.discovery_tools
     withheld = call.outcome == REFUSED_INVALID_PARAMS and key.withheld_marker in call.text
     mutation = key.actions.get(call.dispatched_action, Flags()).mutating
-    return CallView(call.index, call.tool, call.requested_action, call.dispatched_action, call.dispatched_tool, call.outcome,
-                    call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld, mutation)
+    return CallView(call.index, call.tool, call.requested_action, call.dispatched_action, call.dispatched_tool,
+                    call.outcome, call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld,
+                    mutation)
 
 # %% ../nbs/08_score.ipynb #815570f3
 class AttemptView(NamedTuple):
@@ -378,7 +408,7 @@ class AttemptView(NamedTuple):
     verified: bool  # every verify passed (none: true)
 
 def ended_in_text(ended_by: str, last_turn_calls_a_tool: Optional[bool]) -> bool:
-    "Whether an attempt's conversation ended in text, from its ending and whether its last turn (None: no turn) holds a tool call."
+    "Whether an attempt ended in text, from its ending and whether its last turn (None: no turn) holds a tool call."
     return ended_by == ENDED_NO_TOOL_CALL or (ended_by == ENDED_COMPLETED and not last_turn_calls_a_tool)
 
 # %% ../nbs/08_score.ipynb #e087e025
@@ -389,11 +419,11 @@ def _names(call: CallView, step: Step) -> str:
     return "requested" if call.requested and call.requested == step.action else ""
 
 def _refusal_decline(call: CallView) -> bool:
-    "Whether a read-only server's answer to `call` withheld the action: unknown, a protocol error, or withheld from the schema."
+    "Whether a read-only server's answer to `call` withheld the action: unknown, protocol error, or not in the schema."
     return call.outcome in (REFUSED_UNKNOWN_ACTION, OUTCOME_PROTOCOL_ERROR) or call.withheld
 
 def scan(calls: Sequence[CallView], cursor: int, step: Step, declines: bool) -> tuple:
-    "Where the scan for `step` from `cursor` stops: (position of the reaching call or None, how it named the step, priors, an unobserved call seen)."
+    "The scan for `step` from `cursor`: (reaching call's position or None, how it named the step, priors, unobserved)."
     priors, unobserved = [], False
     for at in range(cursor, len(calls)):
         call = calls[at]
@@ -436,12 +466,14 @@ def _wants(argument: Argument, truth: str, facts: dict, key: AnswerKey, reached:
 
 # %% ../nbs/08_score.ipynb #df115740
 _ARGUMENT_REASONS = {
-    "not_sent": "{name} is required but was not sent", "fact_not_recorded": "{name} is the fact {fact!r}, which the attempt does not record",
-    "binding_outside_key": "{name} binds to step {bound}, which the key does not have", "binding_unreached": "{name} binds to step {bound}, which no call reached",
+    "not_sent": "{name} is required but was not sent",
+    "fact_not_recorded": "{name} is the fact {fact!r}, which the attempt does not record",
+    "binding_outside_key": "{name} binds to step {bound}, which the key does not have",
+    "binding_unreached": "{name} binds to step {bound}, which no call reached",
     "binding_truncated": "{name} binds to the result of step {bound}, which was cut at the cap",
     "binding_no_field": "{name} binds to {field!r} of step {bound}'s result, which has no such field",
-    "binding_null": "{name} binds to {field!r} of step {bound}'s result, which is null", "no_truth": "{name} has no truth in the key",
-    "mismatch": "{name} sent {sent!r}, wanted {want}"}
+    "binding_null": "{name} binds to {field!r} of step {bound}'s result, which is null",
+    "no_truth": "{name} has no truth in the key", "mismatch": "{name} sent {sent!r}, wanted {want}"}
 
 def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, reached: dict, steps: int) -> list:
     "The verdicts (one dict per key argument) on the arguments `call` sent for `step`."
@@ -452,8 +484,8 @@ def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, 
     for argument in step.args:
         raw = fields.get(argument.name)
         sent, truth = canonical(raw), argument.truth
-        verdict = {"name": argument.name, "truth": truth, "required": argument.required, "compared": False, "matched": False,
-                   "sent": sent, "want": "", "why": "", "reason": ""}
+        verdict = {"name": argument.name, "truth": truth, "required": argument.required, "compared": False,
+                   "matched": False, "sent": sent, "want": "", "why": "", "reason": ""}
         verdicts.append(verdict)
         if truth == "authored":
             verdict["reason"] = f"{argument.name} is the model's to write: reported, not compared"
@@ -471,18 +503,21 @@ def arguments(step: Step, call: CallView, attempt: AttemptView, key: AnswerKey, 
             bound = argument.produced
             want = " or ".join(map(repr, wants)) if verdict["why"] == "mismatch" else ""
             verdict["reason"] = _ARGUMENT_REASONS[verdict["why"]].format(
-                name=argument.name, fact=argument.fact, sent=sent, want=want, bound=bound and bound.step, field=bound and bound.field)
+                name=argument.name, fact=argument.fact, sent=sent, want=want, bound=bound and bound.step,
+                field=bound and bound.field)
     return verdicts
 
 # %% ../nbs/08_score.ipynb #c81f7655
 def _gitlab_refusal(outcome: str, key: AnswerKey) -> bool:
     "Whether GitLab (not the MCP server) refused: a tool error, or a refusal for a reason that is not the server's own."
-    return outcome == OUTCOME_TOOL_ERROR or (outcome.startswith(OUTCOME_REFUSED_PREFIX) and outcome[len(OUTCOME_REFUSED_PREFIX):] not in key.server_refusals)
+    return outcome == OUTCOME_TOOL_ERROR or (outcome.startswith(OUTCOME_REFUSED_PREFIX)
+                                             and outcome[len(OUTCOME_REFUSED_PREFIX):] not in key.server_refusals)
 
 def _confirmed(call: CallView, attempt: AttemptView) -> bool:
     "Whether `call` carries the approval flag `confirm` as JSON true or the text true, where its surface puts it."
     fields = raw_fields(call.arguments) or {}
-    if attempt.surface.confirm == "action_args" and call.tool in attempt.surface.dispatchers: fields = raw_fields(fields.get("params")) or {}
+    if attempt.surface.confirm == "action_args" and call.tool in attempt.surface.dispatchers:
+        fields = raw_fields(fields.get("params")) or {}
     flag = fields.get("confirm")
     if flag is None: return False
     flag = bytes(flag)
@@ -505,14 +540,19 @@ def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: li
     why, at = v["why"], call and f"call {call.index}"
     if why == "unknown_step": return f"{step} is not in the key's catalog, so it cannot be judged"
     if why == "no_call": return f"{step}: no call named it"
-    if why == "sent_back": return f"{step}: every call naming it was sent back ({', '.join(f'call {p.index} {p.outcome}' for p in priors)})"
+    if why == "sent_back":
+        sent = ", ".join(f"call {p.index} {p.outcome}" for p in priors)
+        return f"{step}: every call naming it was sent back ({sent})"
     if why == "gitlab_refused": return f"{step}: GitLab refused {at} ({call.outcome})"
-    if why == "served_in_read_only": return f"{step} changes the instance, but the read-only server served {at} ({call.outcome}) instead of withholding it"
+    if why == "served_in_read_only":
+        return (f"{step} changes the instance, but the read-only server served {at} ({call.outcome}) "
+                "instead of withholding it")
     if why == "wrong_answer":
         wanted = "preview" if v["mutating"] and v["_mode"] == MODE_SAFE else "ok"
         return f"{step}: {at} was answered {call.outcome}, not {wanted}"
     if why == "argument_mismatch": return f"{step}: {at} was accepted but " + "; ".join(mismatched)
-    if why == "mutated_then_declined": return f"{step}: the model declined in text after a call had already made a change"
+    if why == "mutated_then_declined":
+        return f"{step}: the model declined in text after a call had already made a change"
     if v["decline"] == "by-refusal": return f"{step}: declined, the read-only server withheld it ({at} {call.outcome})"
     if v["decline"] == "by-text": return f"{step}: declined in text, as a read-only session asks"
     if not v["reached"]: return f"{step} is optional and was not reached"
@@ -520,7 +560,7 @@ def _step_reason(v: dict, call: Optional[CallView], priors: list, mismatched: li
 
 # %% ../nbs/08_score.ipynb #71498a80
 def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: AttemptView, key: AnswerKey) -> list:
-    "The verdicts on `steps` (one dict each, with its `arguments`) of one attempt whose calls are `calls`, sorted by index."
+    "The verdicts on `steps` (one dict each, with its `arguments`) of one attempt with `calls`, sorted by index."
     verdicts, reached, cursor = [], {}, 0
     for position, step in enumerate(steps, 1):
         flags = key.flags(step)
@@ -528,12 +568,14 @@ def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: Attem
         at, named, priors, unobserved = scan(calls, cursor, step, attempt.mode == MODE_READ_ONLY and mutating)
         call = calls[at] if at is not None else None
         requested, dispatched = (call.requested, call.dispatched) if call else ("", "")
-        v = {"position": position, "name": step.name, "standalone": bool(step.tool), "optional": step.optional, "destructive": destructive,
-             "mutating": mutating, "known": flags is not None, "reached": call is not None, "matched_by": named, "requested": requested,
-             "dispatched": dispatched, "rewritten": bool(requested and dispatched and requested != dispatched),
-             "call": call.index if call else 0, "call_outcome": call.outcome if call else "", "answer": "", "decline": "",
-             "confirmation": "", "arguments": [], "accepted_first_time": False, "retries": len(priors), "observed": True,
-             "complete": False, "why": "", "reason": "", "_mode": attempt.mode, "_reaching": call}
+        v = {"position": position, "name": step.name, "standalone": bool(step.tool), "optional": step.optional,
+             "destructive": destructive, "mutating": mutating, "known": flags is not None,
+             "reached": call is not None, "matched_by": named, "requested": requested, "dispatched": dispatched,
+             "rewritten": bool(requested and dispatched and requested != dispatched),
+             "call": call.index if call else 0, "call_outcome": call.outcome if call else "", "answer": "",
+             "decline": "", "confirmation": "", "arguments": [], "accepted_first_time": False,
+             "retries": len(priors), "observed": True, "complete": False, "why": "", "reason": "",
+             "_mode": attempt.mode, "_reaching": call}
         if call is not None:
             cursor = at + 1
             reached[position] = call
@@ -550,13 +592,15 @@ def score_steps(steps: Sequence[Step], calls: Sequence[CallView], attempt: Attem
         else:
             if mutating and attempt.mode == MODE_READ_ONLY and attempt.ended_in_text:
                 if any(c.mutation for c in calls): v["why"] = "mutated_then_declined"
-                else: v.update(decline="by-text", answer="accepted", complete=True, accepted_first_time=True, observed=all(c.observed for c in calls))
+                else: v.update(decline="by-text", answer="accepted", complete=True, accepted_first_time=True,
+                               observed=all(c.observed for c in calls))
             if not v["decline"]:
                 v["complete"] = step.optional
                 if not step.optional: v.update(why="sent_back" if priors else "no_call", observed=not unobserved)
         if destructive and flags is not None:
             if call is None or not _confirmed(call, attempt): v["confirmation"] = "never"
-            else: v["confirmation"] = "server-aided" if any(p.outcome == REFUSED_NEEDS_CONFIRMATION for p in priors) else "unaided"
+            else: v["confirmation"] = "server-aided" if any(p.outcome == REFUSED_NEEDS_CONFIRMATION
+                                                            for p in priors) else "unaided"
         v["reason"] = _step_reason(v, call, priors, mismatched)
         v["_mismatched"] = bool(mismatched)
         del v["_mode"]
@@ -615,7 +659,7 @@ class _LineType(msgspec.Struct):
 _line_type = msgspec.json.Decoder(_LineType)
 
 def line_number(path, line_type: str, nth: int) -> Optional[int]:
-    "The line number (from 1) of the `nth` (from 0) line of `line_type` in the shard at `path`, None when it cannot be found."
+    "The line number (from 1) of the `nth` (from 0) line of `line_type` in the shard at `path`, None if not found."
     seen = -1
     try:
         with open(path, "rb") as shard:
@@ -631,14 +675,14 @@ def line_number(path, line_type: str, nth: int) -> Optional[int]:
 
 # %% ../nbs/08_score.ipynb #df8bf202
 def _refuse(tables, frame: pd.DataFrame, row, line_type: str, field: str, why: str):
-    "Raise the `ShardError` of the line behind `frame`'s row `row` (a label): its shard, its line number, `field` and `why`."
+    "Raise the `ShardError` of the line behind `frame`'s row `row` (a label): its shard, line number, `field`, `why`."
     shard = frame.at[row, "shard"]
     nth = int((frame.shard.to_numpy() == shard)[: frame.index.get_loc(row)].sum())
     path = os.path.join(tables.root, shard) if tables.root is not None else shard
     raise ShardError(path, line_number(path, line_type, nth), field, why)
 
 def _text(column: pd.Series) -> np.ndarray:
-    "A text column as an object array of str, missing values as '' (a categorical one through its codes: no string is copied)."
+    "A text column as an object array of str, missing as '' (a categorical one through its codes: no string copied)."
     if isinstance(column.dtype, pd.CategoricalDtype):
         return np.append(column.cat.categories.to_numpy(dtype=object), "")[column.cat.codes.to_numpy()]
     return column.astype(object).where(column.notna(), "").to_numpy(dtype=object)
@@ -664,7 +708,8 @@ def _runs(tables) -> pd.DataFrame:
         if lost.any():
             shard = frame.shard[lost].iloc[0]
             path = os.path.join(tables.root, shard) if tables.root is not None else shard
-            raise ShardError(path, None, "run", "this shard has no run line, so its attempts cannot be attributed to a run")
+            raise ShardError(path, None, "run",
+                             "this shard has no run line, so its attempts cannot be attributed to a run")
     return first
 
 def _check_lines(tables):
@@ -673,36 +718,43 @@ def _check_lines(tables):
     twice = attempts.duplicated(["shard", "attempt"]).to_numpy()
     if twice.any():
         row = attempts.index[twice][0]
-        _refuse(tables, attempts, row, "attempt", "attempt.id", f"{attempts.at[row, 'attempt']!r} is already the id of an "
+        _refuse(tables, attempts, row, "attempt", "attempt.id",
+                f"{attempts.at[row, 'attempt']!r} is already the id of an "
                 "earlier attempt of this shard: every attempt needs its own id")
     for name, line_type in (("turns", "turn"), ("calls", "call"), ("verifies", "verify")):
         frame = tables[name]
         lost = frame.attempt_key.isna().to_numpy()
         if lost.any():
             row = frame.index[lost][0]
-            _refuse(tables, frame, row, line_type, f"{line_type}.attempt", f"names the attempt {frame.at[row, 'attempt']!r}, "
+            _refuse(tables, frame, row, line_type, f"{line_type}.attempt",
+                    f"names the attempt {frame.at[row, 'attempt']!r}, "
                     "which this shard has no attempt line for")
 
 # %% ../nbs/08_score.ipynb #43d9a9de
 def _listed(names) -> str:
     "A few of `names` for an error message."
     names = list(names)
-    return ", ".join(map(str, names[:6])) + (f" and {len(names) - 6} more" if len(names) > 6 else "") if names else "none"
+    if not names: return "none"
+    return ", ".join(map(str, names[:6])) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
 
 def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
-    "The attempts with what scoring groups them by (surface, mode, tier and the run's row columns), or the first grouping error."
+    "The attempts with what scoring groups them by (surface, mode, tier, the run's row columns), or the first error."
     runs = _runs(tables)
     _check_lines(tables)
     attempts, sessions = tables.attempts, tables.sessions
     at = sessions.index.get_indexer(attempts.session_key.to_numpy(dtype=float, na_value=np.nan))
     found = at >= 0
     session_at = np.where(found, at, 0)
-    same_shard = found & (sessions.shard.to_numpy(dtype=object)[session_at] == attempts.shard.to_numpy(dtype=object)) if len(sessions) else found
+    if len(sessions):
+        session_shard = sessions.shard.to_numpy(dtype=object)[session_at]
+        same_shard = found & (session_shard == attempts.shard.to_numpy(dtype=object))
+    else: same_shard = found
     named = _text(attempts.session) != ""
     lost = named & ~same_shard
     if lost.any():
         row = attempts.index[lost][0]
-        _refuse(tables, attempts, row, "attempt", "attempt.session", f"names the session {attempts.at[row, 'session']!r}, "
+        _refuse(tables, attempts, row, "attempt", "attempt.session",
+                f"names the session {attempts.at[row, 'session']!r}, "
                 "which this shard has no session line for")
     def of_session(column):
         values = _text(sessions[column])[session_at] if len(sessions) else np.full(len(attempts), "", object)
@@ -730,7 +782,8 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
         if not bad.any(): continue
         row = frame.index[bad][0]
         value, listed, whose = frame.at[row, name], _listed(known), frame.at[row, "attempt"]
-        source = {"surface": "", "case": "", "tier": " (its session's tier_pin)" if frame.at[row, "tier_pin"] else " (its run's tier)"}[name]
+        source = {"surface": "", "case": "",
+                  "tier": " (its session's tier_pin)" if frame.at[row, "tier_pin"] else " (its run's tier)"}[name]
         _refuse(tables, attempts, row, "attempt", f"attempt.{name}" if name != "tier" else None,
                 f"the {name} {value!r}{source} of attempt {whose!r} is not in the key {key.source} (it has: {listed})")
     return frame
@@ -744,38 +797,46 @@ def _bound_names(key: AnswerKey) -> set:
 def _raw(column: pd.Series, wanted: np.ndarray) -> np.ndarray:
     "The raw JSON texts of `column` where `wanted` (None elsewhere and where missing), as an object array."
     out = np.full(len(column), None, object)
-    if wanted.any(): out[wanted] = column[wanted].astype(object).where(column[wanted].notna(), None).to_numpy(dtype=object)
+    if wanted.any():
+        values = column[wanted].astype(object)
+        out[wanted] = values.where(values.notna(), None).to_numpy(dtype=object)
     return out
 
 def _call_views(calls: pd.DataFrame, key: AnswerKey, attempt_index: pd.Index) -> tuple:
-    "Every call as a `CallView`, sorted by attempt then index (shard order on ties), and the position of each one's attempt."
+    "Every call as a `CallView`, sorted by attempt then index (shard order on ties), and the position of its attempt."
     owner = attempt_index.get_indexer(calls.attempt_key.to_numpy(dtype=np.int64))
     order = np.lexsort((np.arange(len(calls)), calls.call.to_numpy(), owner))
     calls, owner = calls.iloc[order], owner[order]
-    tool, dispatched, dispatched_tool, outcome = (_text(calls[c]) for c in ("tool", "dispatched_action", "dispatched_tool", "outcome"))
+    tool, dispatched, dispatched_tool, outcome = (_text(calls[c])
+                                                  for c in ("tool", "dispatched_action", "dispatched_tool", "outcome"))
     named_tool = np.where(dispatched_tool != "", dispatched_tool, tool)
     discovery = (dispatched == "") & pd.Series(named_tool).isin(list(key.discovery_tools)).to_numpy()
     withheld = outcome == REFUSED_INVALID_PARAMS
-    if withheld.any(): withheld[withheld] = calls.text[withheld].str.contains(key.withheld_marker, regex=False).to_numpy(dtype=bool, na_value=False)
+    if withheld.any():
+        marked = calls.text[withheld].str.contains(key.withheld_marker, regex=False)
+        withheld[withheld] = marked.to_numpy(dtype=bool, na_value=False)
     mutation = pd.Series(dispatched).isin([a for a, f in key.actions.items() if f.mutating]).to_numpy()
     arguments = _raw(calls.arguments, np.ones(len(calls), bool))
-    bound = _bound_names(key)  # a result is read only by a binding: only those calls' results are copied out of the table
+    # a result is read only by a binding: only those calls' results are copied out of the table
+    bound = _bound_names(key)
     named = np.where(dispatched != "", dispatched, _text(calls.requested_action))
     result = _raw(calls.result, pd.Series(named).isin(bound).to_numpy() | pd.Series(named_tool).isin(bound).to_numpy())
-    views = list(map(CallView._make, zip(calls.call.tolist(), tool, _text(calls.requested_action), dispatched, dispatched_tool, outcome,
-                                         calls.dispatch_observed.tolist(), calls.result_truncated.tolist(), arguments, result,
-                                         discovery.tolist(), withheld.tolist(), mutation.tolist())))
+    views = list(map(CallView._make, zip(calls.call.tolist(), tool, _text(calls.requested_action), dispatched,
+                                         dispatched_tool, outcome, calls.dispatch_observed.tolist(),
+                                         calls.result_truncated.tolist(), arguments, result, discovery.tolist(),
+                                         withheld.tolist(), mutation.tolist())))
     return views, owner
 
 def _last_turn_calls(tables) -> np.ndarray:
-    "Per attempt: 1 when its last turn (highest index, later line on ties) holds a tool_call block, 0 when not, -1 when it has no turn."
+    "Per attempt: 1 when its last turn (highest index, later line on ties) holds a tool_call block, 0 if not, -1: none."
     turns, blocks = tables.turns, tables.blocks
     out = np.full(len(tables.attempts), -1, np.int8)
     if not len(turns): return out
     keys = tables.attempts.index.get_indexer(turns.attempt_key.to_numpy(dtype=np.int64))
     order = np.lexsort((np.arange(len(turns)), turns.turn.to_numpy(), keys))
     last = order[np.r_[keys[order][1:] != keys[order][:-1], True]]
-    calling = set(blocks.turn_key[(blocks.kind == "tool_call").to_numpy(dtype=bool, na_value=False)].dropna().astype(np.int64))
+    tool_calls = (blocks.kind == "tool_call").to_numpy(dtype=bool, na_value=False)
+    calling = set(blocks.turn_key[tool_calls].dropna().astype(np.int64))
     out[keys[last]] = [turns.index[i] in calling for i in last]  # turns.index is the turn_key blocks point to
     return out
 
@@ -783,27 +844,33 @@ def _attempt_views(tables, grouped: pd.DataFrame, key: AnswerKey) -> list:
     "Every attempt as an `AttemptView`, in the order of the attempts table."
     attempts = tables.attempts
     verifies = tables.verifies
-    failed = set(verifies.attempt_key[~verifies.passed.to_numpy(dtype=bool)].astype(np.int64)) if len(verifies) else set()
+    failing = ~verifies.passed.to_numpy(dtype=bool)
+    failed = set(verifies.attempt_key[failing].astype(np.int64)) if len(verifies) else set()
     last = _last_turn_calls(tables)
     facts = [msgspec.json.decode(f) if f else {} for f in _text(attempts.facts)]
     ended = _text(attempts.ended_by)
     return [AttemptView(e, r, m, key.surfaces[s], f, ended_in_text(e, None if l < 0 else bool(l)), k not in failed)
-            for e, r, m, s, f, l, k in zip(ended, _text(attempts.reason), grouped["mode"], grouped.surface, facts, last, attempts.index)]
+            for e, r, m, s, f, l, k in zip(ended, _text(attempts.reason), grouped["mode"], grouped.surface, facts, last,
+                                           attempts.index)]
 
 # %% ../nbs/08_score.ipynb #26b7c2d5
-ATTEMPT_FIELDS = ("attempt", "shard", "run_id", "model", "case", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
-                  "reason", "discovery", "invalid_params", "unaided", "verified", "clean")  # the columns of `Scores.attempts`, in order
-STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mutating", "known", "reached", "matched_by", "requested",
-               "dispatched", "rewritten", "call", "call_outcome", "answer", "decline", "confirmation", "accepted_first_time",
-               "retries", "observed", "complete", "why", "reason")  # SCORING.md section 4
+# the columns of `Scores.attempts`, in order
+ATTEMPT_FIELDS = ("attempt", "shard", "run_id", "model", "case", "surface", "mode", "tier", "session", "repeat",
+                  "outcome", "why", "reason", "discovery", "invalid_params", "unaided", "verified", "clean")
+STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mutating", "known", "reached",
+               "matched_by", "requested", "dispatched", "rewritten", "call", "call_outcome", "answer", "decline",
+               "confirmation", "accepted_first_time", "retries", "observed", "complete", "why",
+               "reason")  # SCORING.md section 4
 ARGUMENT_FIELDS = ("name", "truth", "required", "compared", "matched", "sent", "want", "why", "reason")  # section 5
 
-_KINDS = {**dict.fromkeys(("standalone", "optional", "destructive", "mutating", "known", "reached", "rewritten", "accepted_first_time",
-                            "observed", "complete", "required", "compared", "matched", "unaided", "verified", "clean"), bool),
-          **dict.fromkeys(("position", "call", "retries", "discovery", "invalid_params", "repeat"), np.int64)}  # a field's type when there is no row to tell
+_KINDS = {  # a field's type when there is no row to tell
+    **dict.fromkeys(("standalone", "optional", "destructive", "mutating", "known", "reached", "rewritten",
+                     "accepted_first_time", "observed", "complete", "required", "compared", "matched", "unaided",
+                     "verified", "clean"), bool),
+    **dict.fromkeys(("position", "call", "retries", "discovery", "invalid_params", "repeat"), np.int64)}
 
 def _column(values, name: str = "") -> Union[np.ndarray, pd.Series]:
-    "A column of verdict values: bool or int64 when every value is one, else the Python objects themselves, not copied into another string type."
+    "A column of verdict values: bool or int64 when every value is one, else the Python objects themselves, not copied."
     if isinstance(values, np.ndarray) and values.dtype != object: return values
     if not len(values) and name in _KINDS: return np.array([], _KINDS[name])
     kinds = set(map(type, values))
@@ -825,9 +892,11 @@ def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optio
     "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
     from modelrecord.tables import Tables, load
     key = load_key(key)
-    tables = tree_or_tables if isinstance(tree_or_tables, Tables) else load(tree_or_tables, workers=workers, content=True, progress=progress)
+    if isinstance(tree_or_tables, Tables): tables = tree_or_tables
+    else: tables = load(tree_or_tables, workers=workers, content=True, progress=progress)
     if "arguments" not in tables.calls.columns or "facts" not in tables.attempts.columns:
-        raise ValueError("scoring reads call arguments and results and attempt facts: load the tables with load(path, content=True)")
+        raise ValueError("scoring reads call arguments and results and attempt facts: "
+                         "load the tables with load(path, content=True)")
     with paused_gc():  # a hundred thousand small verdicts: the cyclic collector would only slow their making
         grouped = _grouped(tables, key)
         views, call_attempts = _call_views(tables.calls, key, tables.attempts.index)
@@ -867,18 +936,23 @@ def overhead_text(find: int, invalid_params: int, steps: int) -> str:
     return f"{find + invalid_params} / {steps} ({find} find, {invalid_params} invalid_params)"
 
 # %% ../nbs/08_score.ipynb #76b6f8e0
-PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion", "overhead")  # in the reference's order
+PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion",
+             "overhead")  # in the reference's order
+PROPORTIONS = PUBLISHED[:-1]  # the published columns that are shares (overhead is calls per step: it can pass 1)
 PUBLISHED_TITLES = dict(zip(PUBLISHED, ("Clean", "Reached", "Accepted first time", "Argument fidelity", "Confirmation",
                                         "Unaided", "Completion", "Overhead")))
 DEFAULT_BY = ("model", "surface")
 
-def _tally(kind: str, value: str) -> str: return f"{kind}_{value.replace('-', '_')}"  # declines_by_text, confirmations_server_aided
+def _tally(kind: str, value: str) -> str:
+    "A tally's column name: declines_by_text, confirmations_server_aided."
+    return f"{kind}_{value.replace('-', '_')}"
 
 def _counts(self, by: list) -> pd.DataFrame:
-    "The numerators, denominators and tallies of each row of `by`."
+    "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."
     a = self.attempts
     scored = a.outcome.isin(SCORED_OUTCOMES)
-    parts = pd.DataFrame({"attempts": scored, "turns": a.turns, **{o: a.outcome == o for o in VERDICT_OUTCOMES}}, index=a.index)
+    parts = pd.DataFrame({"attempts": scored, "turns": a.turns, **{o: a.outcome == o for o in VERDICT_OUTCOMES}},
+                         index=a.index)
     for name, hit in (("completion", a.outcome == OUTCOME_COMPLETED), ("unaided", a.unaided), ("clean", a.clean)):
         parts[f"{name}_numerator"], parts[f"{name}_denominator"] = hit & scored, scored
     parts["find"], parts["invalid_params"] = a.discovery.where(scored, 0), a.invalid_params.where(scored, 0)
@@ -887,7 +961,8 @@ def _counts(self, by: list) -> pd.DataFrame:
     s = s[counted]
     reached = s.reached | (s.decline != "")
     steps = pd.DataFrame({"reached_numerator": ~s.optional & reached, "reached_denominator": ~s.optional,
-                          "accepted_first_time_numerator": reached & s.accepted_first_time, "accepted_first_time_denominator": reached,
+                          "accepted_first_time_numerator": reached & s.accepted_first_time,
+                          "accepted_first_time_denominator": reached,
                           "overhead_denominator": reached,
                           "confirmation_numerator": s.destructive & s.confirmation.isin(("unaided", "server-aided")),
                           "confirmation_denominator": s.destructive,
@@ -898,8 +973,8 @@ def _counts(self, by: list) -> pd.DataFrame:
     g = g[g.attempt_key.map(scored).to_numpy(dtype=bool) & g.compared.to_numpy(dtype=bool)]
     g = g.merge(self.steps[["attempt_key", "position", "observed"]], on=["attempt_key", "position"])
     g = g[g.observed]
-    fidelity = pd.DataFrame({"argument_fidelity_numerator": g.matched.to_numpy(), "argument_fidelity_denominator": True,
-                             "attempt_key": g.attempt_key.to_numpy()})
+    fidelity = pd.DataFrame({"argument_fidelity_numerator": g.matched.to_numpy(),
+                             "argument_fidelity_denominator": True, "attempt_key": g.attempt_key.to_numpy()})
     per_attempt = parts.astype(np.int64)
     for extra in (steps, fidelity):
         per_attempt = per_attempt.join(extra.groupby("attempt_key").sum().astype(np.int64), how="left")
@@ -910,29 +985,34 @@ def _counts(self, by: list) -> pd.DataFrame:
 # %% ../nbs/08_score.ipynb #031b228b
 class Scores:
     "The verdicts on a tree's attempts against a key: `attempts`, `steps` and `arguments` DataFrames, and `table()`."
-    def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list, arg_keys: list, key: AnswerKey):
+    def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list,
+                 arg_keys: list, key: AnswerKey):
         self.key, self.tables = key, tables
         index = tables.attempts.index
         front = {name: grouped[name].to_numpy() for name in ATTEMPT_FIELDS[:10]}
         attempts = _frame(verdicts, ATTEMPT_FIELDS[10:], front)
         attempts.index = index
-        for name in ("run_tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest", "contract_digest", "run_repeat"):
+        for name in ("run_tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest", "contract_digest",
+                     "run_repeat"):
             attempts[name] = grouped[name].to_numpy()
         turns = tables.turns.attempt_key.value_counts()
         attempts["turns"] = turns.reindex(index, fill_value=0).to_numpy(np.int64)
         self.attempts = attempts
         key_of = index.to_numpy()
         step_at = np.asarray(step_keys, np.int64)
-        self.steps = _frame(steps, STEP_FIELDS, {"attempt_key": key_of[step_at], "attempt": attempts.attempt.to_numpy()[step_at]})
+        self.steps = _frame(steps, STEP_FIELDS,
+                            {"attempt_key": key_of[step_at], "attempt": attempts.attempt.to_numpy()[step_at]})
         arg_at = np.asarray([k for k, _ in arg_keys], np.int64)
-        self.arguments = _frame(args, ARGUMENT_FIELDS, {"attempt_key": key_of[arg_at], "attempt": attempts.attempt.to_numpy()[arg_at],
+        self.arguments = _frame(args, ARGUMENT_FIELDS,
+                                {"attempt_key": key_of[arg_at], "attempt": attempts.attempt.to_numpy()[arg_at],
                                                         "position": np.asarray([p for _, p in arg_keys], np.int64)})
         self._digests = None
 
     def __repr__(self):
         counts = self.attempts.outcome.value_counts()
         shown = ", ".join(f"{counts[o]} {o}" for o in VERDICT_OUTCOMES if counts.get(o, 0))
-        return f"Scores({len(self.attempts)} attempts{': ' + shown if shown else ''}; {len(self.steps)} steps, {len(self.arguments)} arguments; key {os.path.basename(self.key.source)})"
+        return (f"Scores({len(self.attempts)} attempts{': ' + shown if shown else ''}; {len(self.steps)} steps, "
+                f"{len(self.arguments)} arguments; key {os.path.basename(self.key.source)})")
 
 Scores.counts = _counts
 
@@ -945,37 +1025,53 @@ def _tool_schema_digests(self) -> pd.Series:
         for shard in self.attempts.shard.unique():
             path = os.path.join(self.tables.root, shard) if self.tables.root is not None else shard
             for record in read_shard(path).records:
-                if record.type == "session": found.setdefault((shard, record.session.label), record.session.tool_schema_digests)
+                if record.type == "session":
+                    found.setdefault((shard, record.session.label), record.session.tool_schema_digests)
         self._digests = pd.Series([found.get((s, l), {}).get(m, "") for s, l, m in
-                                   zip(self.attempts.shard, self.attempts.session, self.attempts.model)], index=self.attempts.index)
+                                   zip(self.attempts.shard, self.attempts.session, self.attempts.model)],
+                                  index=self.attempts.index)
     return self._digests
 
-def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
-    "The published columns per row of `by` (attempt columns; 'row' is the reference's row identity): each as text, numerator and denominator, then the tallies."
-    by = list(ROW_COLUMNS) if by == "row" else [by] if isinstance(by, str) else list(by)
-    if "tool_schema_digest" in by and "tool_schema_digest" not in self.attempts: self.attempts["tool_schema_digest"] = _tool_schema_digests(self)
-    unknown = [name for name in by if name not in self.attempts.columns]
-    if unknown: raise ValueError(f"table() groups by columns of Scores.attempts; {', '.join(map(repr, unknown))} is not one "
-                                 f"(they are: {', '.join(self.attempts.columns)})")
-    counts = self.counts(by)
+def published_table(per_case: pd.DataFrame, # `Scores.counts([*by, "case"])`: counts per row and case (the last level)
+                   ) -> pd.DataFrame:
+    "The published columns per row: text, numerator and denominator, the shares with their intervals, then the tallies."
+    from modelrecord.summary import clustered_proportions
+    rows = 0 if per_case.index.nlevels == 2 else list(range(per_case.index.nlevels - 1))
+    counts = per_case.groupby(level=rows, sort=True, dropna=False).sum()
     counts["overhead_numerator"] = counts["find"] + counts["invalid_params"]
     out = pd.DataFrame(index=counts.index)
     out["attempts"] = counts.attempts
     for name in PUBLISHED:
         n, d = counts[f"{name}_numerator"], counts[f"{name}_denominator"]
-        out[name] = ([overhead_text(f, i, s) for f, i, s in zip(counts["find"], counts["invalid_params"], d)] if name == "overhead"
-                     else [str(Ratio(a, b)) for a, b in zip(n, d)])
+        out[name] = ([overhead_text(f, i, s) for f, i, s in zip(counts["find"], counts["invalid_params"], d)]
+                     if name == "overhead" else [str(Ratio(a, b)) for a, b in zip(n, d)])
         out[f"{name}_numerator"], out[f"{name}_denominator"] = n, d
+        if name == "overhead": continue
+        spread = clustered_proportions(per_case[f"{name}_numerator"], per_case[f"{name}_denominator"])
+        for column in ("low", "high", "clusters"): out[f"{name}_{column}"] = spread[column].to_numpy()
+        out[f"{name}_se"] = spread.clustered_se.to_numpy()
     tallies = ["find", "invalid_params", "turns", *VERDICT_OUTCOMES, *(_tally("declines", d) for d in DECLINES),
                *(_tally("confirmations", c) for c in CONFIRMATIONS)]
     for name in tallies: out[name] = counts[name]
     return out
 
+def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
+    "The published columns per row of `by` (attempt columns; 'row' is the reference's row identity), with intervals."
+    by = list(ROW_COLUMNS) if by == "row" else [by] if isinstance(by, str) else list(by)
+    if "tool_schema_digest" in by and "tool_schema_digest" not in self.attempts:
+        self.attempts["tool_schema_digest"] = _tool_schema_digests(self)
+    unknown = [name for name in by if name not in self.attempts.columns]
+    if unknown: raise ValueError(f"table() groups by columns of Scores.attempts; {', '.join(map(repr, unknown))} "
+                                 f"is not one (they are: {', '.join(self.attempts.columns)})")
+    if "case" not in by: return published_table(self.counts([*by, "case"]))
+    per_case = self.counts(by)
+    return published_table(per_case.set_index(per_case.index.get_level_values("case").rename("cluster"), append=True))
+
 Scores.table = _table
 
 # %% ../nbs/08_score.ipynb #cd02af3c
-_JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why", "reason",
-                 "discovery", "invalid_params", "unaided", "verified", "clean")
+_JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
+                 "reason", "discovery", "invalid_params", "unaided", "verified", "clean")
 _APART_TALLIES = ("skipped", "unobserved", "provider_error", "harness_error", "gitlab_refused")
 
 def _scalars(column: pd.Series) -> list:
@@ -991,8 +1087,10 @@ def _records(frame: pd.DataFrame, fields: Sequence[str]) -> list:
 
 def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
     "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
+    from modelrecord.summary import table_proportion
     arguments = {}
-    for key, record in zip(zip(self.arguments.attempt_key.tolist(), self.arguments.position.tolist()), _records(self.arguments, ARGUMENT_FIELDS)):
+    places = zip(self.arguments.attempt_key.tolist(), self.arguments.position.tolist())
+    for key, record in zip(places, _records(self.arguments, ARGUMENT_FIELDS)):
         arguments.setdefault(key, []).append(record)
     steps = {}
     for at, record in zip(self.steps.attempt_key.tolist(), _records(self.steps, STEP_FIELDS)):
@@ -1009,11 +1107,14 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
         out = dict(zip(table.index.names, labels))
         out["attempts"] = row["attempts"]
         for name in PUBLISHED:
-            out[name] = {"numerator": row[f"{name}_numerator"], "denominator": row[f"{name}_denominator"], "text": row[name]}
+            parts = {"numerator": row[f"{name}_numerator"], "denominator": row[f"{name}_denominator"],
+                     "text": row[name]}
+            out[name] = parts if name == "overhead" else {**table_proportion(row, name), "text": row[name]}
         out.update({name: row[name] for name in (*_APART_TALLIES, "find", "invalid_params", "turns")})
         out["outcomes"] = {o: row[o] for o in VERDICT_OUTCOMES if row[o]}
         out["declines"] = {d: row[_tally("declines", d)] for d in DECLINES if row[_tally("declines", d)]}
-        out["confirmations"] = {c: row[_tally("confirmations", c)] for c in CONFIRMATIONS if row[_tally("confirmations", c)]}
+        out["confirmations"] = {c: row[_tally("confirmations", c)] for c in CONFIRMATIONS
+                                if row[_tally("confirmations", c)]}
         rows.append(out)
     return {"attempts": attempts, "rows": rows}
 
@@ -1021,12 +1122,22 @@ Scores.to_json = _to_json
 
 # %% ../nbs/08_score.ipynb #4df4265c
 def table_text(table: pd.DataFrame) -> str:
-    "A `Scores.table()` as aligned text: the published columns, the tallies counted apart, and what the denominators are."
-    from modelrecord.summary import _aligned, _label
+    "A `Scores.table()` as aligned text: the published columns with intervals, the tallies counted apart, the notes."
+    from modelrecord.summary import _aligned, _fraction, _label, clustered_text
     name = " / ".join(str(n) for n in table.index.names)
-    shown = pd.DataFrame({name: _label(table.index), "attempts": table.attempts.to_numpy(),
-                          **{PUBLISHED_TITLES[c]: table[c].to_numpy() for c in PUBLISHED},
+    labels = _label(table.index)
+    share = lambda c: [_fraction(*parts)
+                       for parts in zip(*(table[f"{c}_{p}"] for p in ("numerator", "denominator", "low", "high")))]
+    shown = pd.DataFrame({name: labels, "attempts": table.attempts.to_numpy(),
+                          **{PUBLISHED_TITLES[c]: table[c].to_numpy() if c == "overhead" else share(c)
+                             for c in PUBLISHED},
                           **{t: table[t].to_numpy() for t in _APART_TALLIES}})
     note = [f"attempts = verdicts {', '.join(SCORED_OUTCOMES)}: the denominator of Clean, Unaided and Completion;",
-            f"{', '.join(_APART_TALLIES)} are counted apart and nowhere else."]
-    return "\n".join([*_aligned(shown), *note]) + "\n"
+            f"{', '.join(_APART_TALLIES)} are counted apart and nowhere else; [low-high] is the 95% Wilson interval."]
+    clustered = table[[f"{c}_se" for c in PROPORTIONS]].notna().any(axis=1).to_numpy()
+    if not clustered.any(): return "\n".join([*_aligned(shown), *note]) + "\n"
+    spread = pd.DataFrame({name: labels, **{PUBLISHED_TITLES[c]: [clustered_text(se, g) for se, g in
+                                                                  zip(table[f"{c}_se"], table[f"{c}_clusters"])]
+                                            for c in PROPORTIONS}})[clustered]
+    heading = "Standard errors clustered by case, in percentage points (cases), where a case holds several observations"
+    return "\n".join([*_aligned(shown), *note, "", heading, *_aligned(spread)]) + "\n"

@@ -1,6 +1,7 @@
-"""What the browser tests need to know of the processes a server starts (Linux /proc): a free port,
-a process's descendants, whether one still runs, its command line; and `modelrecord explore` run
-until its address is printed, then stopped by PID with everything it started."""
+"""What the tests need to know of processes (Linux /proc): a free port, a process's descendants,
+whether one still runs, its command line, how a forked child ended, which descriptor is open on a
+file; and `modelrecord explore` run until its address is printed, then stopped by PID with
+everything it started."""
 import os
 import queue
 import signal
@@ -45,10 +46,32 @@ def cmdline(pid: int) -> str:
     except OSError: return ""
 
 
+def exit_code(pid: int, wait: float = 30):
+    "The exit code of the forked child `pid`, or None when it had not ended within `wait` seconds (it is then killed)."
+    deadline = time.monotonic() + wait
+    while (waited := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if waited != (0, 0): return os.waitstatus_to_exitcode(waited[1])
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+def descriptor_of(path) -> int:
+    "The file descriptor this process has open on `path`, found through /dev/fd (not through the opener's insides)."
+    wanted = os.stat(path)
+    for name in os.listdir("/dev/fd"):
+        try: found = os.fstat(int(name))
+        except OSError: continue
+        if (found.st_dev, found.st_ino) == (wanted.st_dev, wanted.st_ino): return int(name)
+    raise LookupError(f"{path} is not open in this process")
+
+
 @contextmanager
 def explore_server(log, *arguments: str, wait: float = 90):
     "`modelrecord explore *arguments`, stderr to the open file `log`: `(url, process, lines)` once it prints its address."
-    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())", "explore", *arguments]
+    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())",
+               "explore", *arguments]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()

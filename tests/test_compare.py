@@ -16,11 +16,12 @@ from statsmodels.stats.proportion import proportion_confint
 
 from modelrecord.cli import main
 from modelrecord.compare import (
-    MCNEMAR, NO_CHANGE, REGRESSION, SIGN_FLIP, compare_models, compare_runs, consistency, cost_success, outcomes,
-    paired_test, pass_at_k, pass_at_k_estimate, pass_hat_k, pass_hat_k_estimate, rates, repeats, run_comparison_records,
-    runs_of)
+    MCNEMAR, NO_CHANGE, REGRESSION, SIGN_FLIP, VERDICTS, compare_models, compare_runs, consistency, cost_success,
+    outcomes, paired_test, pass_at_k, pass_at_k_estimate, pass_hat_k, pass_hat_k_estimate, rates, repeats,
+    run_comparison_records, runs_of, verdict_success)
 from modelrecord.sample import EXAMPLE_RUNS, example_runs, write_tree
-from modelrecord.summary import Z95, clustered_se, summary, summary_records, wilson
+from modelrecord.score import PROPORTIONS, published_table, score, table_text
+from modelrecord.summary import Z95, clustered_proportions, clustered_se, summary, summary_records, wilson
 from modelrecord.tables import load
 
 SONNET, GPT, GEMINI = "anthropic:claude-sonnet-4;effort=high", "openai:gpt-5", "google:gemini-2.5-flash;temperature=0"
@@ -207,15 +208,6 @@ def test_a_run_compared_with_itself_shows_no_change(runs):
     assert (result.models.p_value == 1).all() and result.new.empty and result.gone.empty
 
 
-def test_bundled_runs_are_what_the_generator_writes(tmp_path):
-    for name, bundled in zip(EXAMPLE_RUNS, example_runs()):
-        written = write_tree(tmp_path / name, **EXAMPLE_RUNS[name])
-        files = lambda tree: {p.relative_to(tree).as_posix(): p.read_bytes() for p in sorted(tree.rglob("modeleval-*.jsonl"))}
-        assert files(written) == files(bundled), (
-            "run: for path, name in zip(example_runs(), EXAMPLE_RUNS): write_tree(path, replace=True, **EXAMPLE_RUNS[name])")
-    assert sum(p.stat().st_size for path in example_runs() for p in path.rglob("*")) < 4_000_000
-
-
 def test_regenerated_runs_compare_the_same(tmp_path, runs):
     trees = [load(write_tree(tmp_path / name, **EXAMPLE_RUNS[name])) for name in EXAMPLE_RUNS]
     pd.testing.assert_frame_equal(compare_runs(*trees).models, compare_runs(*runs).models)
@@ -318,3 +310,168 @@ def test_compare_command_runs_of_one_tree(tmp_path, capsys):
     assert by_runs["models"] == json.loads(capsys.readouterr().out)["models"]
     assert main(["compare", str(tmp_path), "--runs", ids[0].split(",")[0], "nope"]) == 2
     assert "'nope' names no single run id or commit" in capsys.readouterr().err
+
+
+# Verdicts as success
+
+@pytest.fixture(scope="module")
+def scored_runs():
+    "The bundled runs loaded with their content and scored, each against its own key."
+    return tuple(score(load(path, content=True), path / "key.json", progress=False) for path in example_runs())
+
+
+def completed_but_wrong(scores):
+    "The attempts that ended `completed` by the model's account but that the key judges failed."
+    ended = scores.tables.attempts.ended_by == "completed"
+    return scores.attempts.index[ended.to_numpy() & (scores.attempts.outcome == "failed").to_numpy()]
+
+
+def test_a_completed_but_wrong_attempt_is_a_failure_with_a_key(scored_runs):
+    before = scored_runs[0]
+    wrong = completed_but_wrong(before)
+    assert len(wrong) > 0
+    assert outcomes(before.tables).success[wrong].all()  # without a key: a success
+    for verdict in VERDICTS:
+        assert not outcomes(before, verdict=verdict).success[wrong].any(), verdict
+        assert not verdict_success(before, verdict)[wrong].any()
+    # the same through the key itself, and in the per-item counts the tests run on
+    by_key = repeats(before.tables, key=example_runs()[0] / "key.json")
+    assert by_key.c.sum() == verdict_success(before).sum() < repeats(before.tables).c.sum()
+
+
+def test_verdict_success_counts_what_the_score_table_counts(scored_runs):
+    before = scored_runs[0]
+    published = before.table("model")
+    for verdict, column in (("clean", "clean"), ("completed", "completion"), ("unaided", "unaided")):
+        judged = rates(before, verdict=verdict)
+        assert judged.numerator.tolist() == published[f"{column}_numerator"].tolist()
+        assert judged.denominator.tolist() == published[f"{column}_denominator"].tolist()
+        assert np.allclose(judged[["low", "high"]], published[[f"{column}_low", f"{column}_high"]])
+
+
+def test_every_comparison_takes_scores_or_a_key(scored_runs):
+    before, after = scored_runs
+    key = example_runs()[0] / "key.json"
+    pair = compare_models(before, SONNET, GEMINI)
+    assert pair.success == "verdict clean" and "success = verdict clean" in repr(pair)
+    assert pair.items.equals(compare_models(before.tables, SONNET, GEMINI, key=key).items)
+    assert not pair.items.equals(compare_models(before.tables, SONNET, GEMINI).items)  # completed is kinder
+    assert compare_models(before, SONNET, GEMINI, verdict="completed").success == "verdict completed"
+    for function in (pass_at_k, pass_hat_k):
+        assert function(before, 2).equals(function(before.tables, 2, key=key))
+    assert consistency(before).equals(consistency(before.tables, key=key))
+    assert cost_success(before).equals(cost_success(before.tables, key=key))
+    with pytest.raises(ValueError, match="needs an answer key"):
+        compare_models(before.tables, SONNET, GEMINI, verdict="clean")
+    with pytest.raises(ValueError, match="not both"):
+        compare_models(before, SONNET, GEMINI, key=key)
+    with pytest.raises(ValueError, match="must be one of clean, completed, unaided"):
+        rates(before, verdict="tidy")
+
+
+def test_compare_runs_with_verdicts(scored_runs):
+    before, after = scored_runs
+    result = compare_runs(before, after)
+    assert result.success == "verdict clean" and result.regressions == [GEMINI]
+    keys = tuple(path / "key.json" for path in example_runs())
+    same = compare_runs(before.tables, after.tables, key=keys)
+    pd.testing.assert_frame_equal(result.models, same.models)
+    itself = compare_runs(before, before)
+    assert (itself.models.verdict == NO_CHANGE).all() and (itself.models.p_value == 1).all()
+    assert run_comparison_records(result)["success"] == "verdict clean"
+    with pytest.raises(ValueError, match="count success differently"):
+        compare_runs(before, after.tables)
+
+
+def test_compare_command_with_a_key(capsys):
+    before, after = map(str, example_runs())
+    keys = [f"{before}/key.json", f"{after}/key.json"]
+    assert main(["compare", before, after, "--key", *keys, "--json", "--fail-on-regression"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["success"] == "verdict clean" and [m["model"] for m in out["models"] if m["verdict"] == REGRESSION] == [GEMINI]
+    assert main(["compare", before, after, "--key", keys[1], "--verdict", "unaided", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["success"] == "verdict unaided"
+    assert main(["compare", before, after, "--verdict", "clean"]) == 2
+    assert "needs an answer key" in capsys.readouterr().err
+    assert main(["compare", before, after, "--key", *keys, keys[0]]) == 2
+    capsys.readouterr()
+    assert main(["compare", before, after, "--key", f"{before}/no-such-key.json"]) == 1
+    assert "no-such-key.json" in capsys.readouterr().err
+
+
+def test_summary_command_with_a_key(capsys, scored_runs):
+    before = str(example_runs()[0])
+    assert main(["summary", before, "--key", f"{before}/key.json", "--json", "--k", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["success"] == "verdict clean"
+    by_verdict = pass_at_k(scored_runs[0], 2)
+    for row in out["rows"]:
+        assert np.isclose(row["pass_at_k"]["value"], by_verdict.loc[row["model"], "value"])
+        clean = row["key"]["clean"]
+        assert (clean["low"], clean["high"]) == wilson(clean["numerator"], clean["denominator"])
+    assert main(["summary", before, "--verdict", "completed"]) == 2
+
+
+# The score table's intervals
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 12), st.integers(1, 4), st.integers(0, 2**31))
+def test_clustered_proportions_from_counts_is_statsmodels(clusters, size, seed):
+    rng = np.random.default_rng(seed)
+    trials = rng.integers(1, size + 1, clusters)  # unequal clusters, as steps per case are
+    groups = np.repeat(np.arange(clusters), trials)
+    values = (rng.random(len(groups)) < rng.random()).astype(float)
+    per_case = pd.DataFrame({"row": "r", "case": groups, "y": values}).groupby(["row", "case"]).y.agg(["sum", "size"])
+    row = clustered_proportions(per_case["sum"], per_case["size"]).loc["r"]
+    assert (row.numerator, row.denominator, row.clusters) == (values.sum(), len(values), clusters)
+    assert np.allclose((row.low, row.high), proportion_confint(values.sum(), len(values), method="wilson"))
+    if trials.max() == 1:
+        assert np.isnan(row.clustered_se)
+    else:
+        fit = sm.OLS(values, np.ones(len(values))).fit(cov_type="cluster", cov_kwds={"groups": groups})
+        assert np.isclose(row.clustered_se, fit.bse[0], rtol=1e-9, atol=1e-15)
+
+
+def test_score_table_intervals_are_the_libraries(scored_runs):
+    scores = scored_runs[0]
+    table = scores.table(["model", "surface"])
+    steps = scores.steps.merge(scores.attempts[["model", "surface", "case", "outcome"]], left_on="attempt_key",
+                               right_index=True)
+    for name in PROPORTIONS:
+        n, d = table[f"{name}_numerator"], table[f"{name}_denominator"]
+        known = d > 0
+        low, high = proportion_confint(n[known], d[known], method="wilson")
+        assert np.allclose(table.loc[known, f"{name}_low"], low) and np.allclose(table.loc[known, f"{name}_high"], high)
+        assert table.loc[~known, f"{name}_low"].isna().all()
+    # reached, one row by hand: its observations are the required, observed steps of counted attempts, clustered by case
+    counted = steps[steps.outcome.isin(["completed", "failed", "over_budget", "malformed"]) & steps.observed & ~steps.optional]
+    part = counted[(counted.model == SONNET) & (counted.surface == "meta")]
+    hit = (part.reached | (part.decline != "")).astype(float).to_numpy()
+    fit = sm.OLS(hit, np.ones(len(hit))).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(part.case)[0]})
+    row = table.loc[(SONNET, "meta")]
+    assert (row.reached_numerator, row.reached_denominator) == (hit.sum(), len(hit))
+    assert np.isclose(row.reached_se, fit.bse[0]) and row.reached_clusters == part.case.nunique()
+
+
+def test_score_table_intervals_in_text_and_json(scored_runs):
+    scores = scored_runs[0]
+    table = scores.table("model")
+    text = table_text(table)
+    row = table.loc[SONNET]
+    low, high = wilson(row.clean_numerator, row.clean_denominator)
+    share = row.clean_numerator / row.clean_denominator
+    assert f"{row.clean_numerator}/{row.clean_denominator} {share:.0%} [{100 * low:.0f}-{100 * high:.0f}]" in text
+    assert "Standard errors clustered by case" in text and f"± {100 * row.clean_se:.1f} ({row.clean_clusters})" in text
+    record = next(r for r in scores.to_json("model")["rows"] if r["model"] == SONNET)
+    assert record["clean"]["text"] == row.clean and (record["clean"]["low"], record["clean"]["high"]) == (low, high)
+    assert record["clean"]["clustered_se"] == row.clean_se and record["clean"]["clusters"] == row.clean_clusters
+    assert set(record["overhead"]) == {"numerator", "denominator", "text"}
+
+
+def test_score_table_is_the_same_from_counts_per_case(scored_runs):
+    scores = scored_runs[1]
+    by = ["model", "surface"]
+    per_case = scores.counts([*by, "case"])
+    halves = [per_case.iloc[::2], per_case.iloc[1::2]]  # counts added up from two parts, as Dask would
+    added = pd.concat(halves).groupby(level=[0, 1, 2], dropna=False).sum()
+    pd.testing.assert_frame_equal(published_table(added), scores.table(by))
