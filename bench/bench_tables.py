@@ -1,6 +1,6 @@
 """Benchmark the analysis tables on the tree shapes users keep, against the reader alone and DuckDB.
 
-    python bench/bench_tables.py [--shapes few,mid,large,tiny] [--repeat 2] [--keep]
+    python bench/bench_tables.py [--shapes few,mid,large,tiny] [--repeat 2] [--keep | --trees DIR]
 
 Shapes (written under /tmp with `modelrecord.sample.write_tree`, deleted after unless --keep):
 - few:   4 large shards, ~180 MB;
@@ -53,7 +53,7 @@ def measure(name: str, tree: str, cache: str) -> dict:
         live = LiveTree(tree)
         if name == "live_refresh": live.read()
     if name == "cache_warm": modelrecord.tables.load(tree, progress=False)
-    base = _rss_mb()
+    base, before = _rss_mb(), resource.getrusage(resource.RUSAGE_CHILDREN)  # the warm-up's workers are not counted
     wall, cpu = time.perf_counter(), time.process_time()
     if name == "read_shards":
         result = modelrecord.reader.read_shards(tree)
@@ -88,7 +88,8 @@ def measure(name: str, tree: str, cache: str) -> dict:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     del result
-    return {"seconds": wall, "cpu": cpu + children.ru_utime + children.ru_stime, "base_mb": base,
+    children_cpu = children.ru_utime + children.ru_stime - before.ru_utime - before.ru_stime
+    return {"seconds": wall, "cpu": cpu + children_cpu, "base_mb": base,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
             "children_peak_mb": children.ru_maxrss / 1e3}
 
@@ -122,13 +123,15 @@ def report(shape: str, tree: Path, repeat: int) -> dict:
         for name in names: results[name].append(run(name, tree))
     print(f"\n## {shape}: {len(files)} shards, {size / 1e6:.0f} MB (load average {load_before:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after)")
-    print(f"{'measurement':<14}{'best s':>8}{'cpu s':>8}{'peak MB':>9}{'peak-base MB':>14}{'x tree':>8}")
+    print(f"{'measurement':<14}{'best s':>8}{'cpu s':>8}{'peak MB':>9}{'peak-base MB':>14}{'x tree':>8}{'worker MB':>11}")
     best = {}
     for name, runs in results.items():
         best[name] = min(r["seconds"] for r in runs)
-        peak = max(max(r["peak_mb"], r["children_peak_mb"]) for r in runs)
+        peak = max(r["peak_mb"] for r in runs)
         grown = max(r["peak_mb"] - r["base_mb"] for r in runs)
-        print(f"{name:<14}{best[name]:>8.2f}{min(r['cpu'] for r in runs):>8.2f}{peak:>9.0f}{grown:>14.0f}{grown / (size / 1e6):>8.2f}")
+        worker = max(r["children_peak_mb"] for r in runs)
+        print(f"{name:<14}{best[name]:>8.2f}{min(r['cpu'] for r in runs):>8.2f}{peak:>9.0f}{grown:>14.0f}"
+              f"{grown / (size / 1e6):>8.2f}{worker:>11.0f}")
     ratio = lambda a, b: best[a] / best[b]
     print("ratios (best wall time):")
     if shape == "tiny":
@@ -143,7 +146,9 @@ def report(shape: str, tree: Path, repeat: int) -> dict:
         print(f"  load_2 / load_1            = {ratio('load_2', 'load_1'):.2f}   target <= 1 (never slower than one worker)")
         print(f"  duckdb / load_default      = {ratio('duckdb', 'load_default'):.2f}   target >= 1.5")
         print(f"  cache_cold / cache_warm    = {ratio('cache_cold', 'cache_warm'):.1f}   target >= 10")
-        print("  memory: 'x tree' is peak minus the interpreter's memory before the measurement, over the tree's size (target <= 1.2)")
+        print("  memory: 'x tree' is this process's peak minus its memory before the measurement, over the tree's size "
+              "(target <= 1.2);\n          'worker MB' is the peak resident memory of the largest worker process "
+              "(it counts the pages it shares with its parent), 0 without workers")
     return best
 
 
@@ -152,6 +157,7 @@ def main():
     parser.add_argument("--shapes", default="few,mid,large,tiny")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="keep the trees (under /tmp/modelrecord-bench-trees)")
+    parser.add_argument("--trees", type=Path, help="where the trees are written and kept (a tree already there is reused)")
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cache", help=argparse.SUPPRESS)
     parser.add_argument("--measure", choices=MEASURES + TINY_MEASURES + SCALING_MEASURES, help=argparse.SUPPRESS)
@@ -160,7 +166,9 @@ def main():
         print(json.dumps(measure(args.measure, str(args.tree), args.cache)))
         return
     print(f"cores: {len(os.sched_getaffinity(0))} (shared with other work: compare the ratios, measured in the same run)")
-    root = Path("/tmp/modelrecord-bench-trees") if args.keep else Path(tempfile.mkdtemp(prefix="bench-trees-", dir="/tmp"))
+    if args.trees: args.keep = True
+    root = args.trees or (Path("/tmp/modelrecord-bench-trees") if args.keep else
+                          Path(tempfile.mkdtemp(prefix="bench-trees-", dir="/tmp")))
     try:
         for shape in args.shapes.split(","):
             tree = root / shape if (root / shape).is_dir() else write_shape(shape, root)

@@ -58,7 +58,8 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MICROSECOND = dt.timedelta(microseconds=1)
 
 def _epoch_ns(moment: dt.datetime) -> Optional[int]:
-    "Nanoseconds since the Unix epoch of a record's time (a `GoTime` or `datetime`), None when it has no place in `datetime64[ns]`."
+    ("Nanoseconds since the Unix epoch of a record's time (a `GoTime` or `datetime`), None when it has no place in "
+     "`datetime64[ns]`.")
     if moment is None or moment == GO_ZERO_TIME: return None
     nanoseconds = (moment - _EPOCH) // _MICROSECOND * 1000 + getattr(moment, "nanosecond", 0)
     return nanoseconds if -(1 << 63) < nanoseconds < (1 << 63) else None
@@ -73,7 +74,8 @@ _PROVIDER = [("spec", "spec", "cat"), ("name", "name", "cat"), ("model", "model"
 _PRICE = [(name, name, "float") for name in TOKEN_PRICES.values()] + [("retrieved_on", "retrieved_on", "cat")]
 _SESSION = [("label", "label", "cat"), ("surface", "surface", "cat"), ("mode", "mode", "cat"),
             ("capabilities", "capabilities", "cat"), ("meta_param_schema", "meta_param_schema", "cat"),
-            ("tier_pin", "tier_pin", "cat"), ("slice_size", "slice_size", "int"), ("served_tools", "served_tools", "int")]
+            ("tier_pin", "tier_pin", "cat"), ("slice_size", "slice_size", "int"),
+            ("served_tools", "served_tools", "int")]
 _ATTEMPT = [("attempt", "id", "str"), ("case", "case", "cat"), ("model", "model", "cat"), ("surface", "surface", "cat"),
             ("session", "session", "cat"), ("repeat", "repeat", "int"), ("ended_by", "ended_by", "cat"),
             ("reason", "reason", "str"), ("shown_tools", "shown_tools", "int"), ("overflowed", "overflowed", "bool")]
@@ -86,7 +88,8 @@ _CALL = [("attempt", "attempt", "str"), ("turn", "turn", "int"), ("call", "index
          ("refusal_reason", "refusal_reason", "cat"), ("dispatch_observed", "dispatch_observed", "bool"),
          ("duration_ms", "duration_ms", "float0"), ("requests", "requests", "int"),
          ("result_truncated", "result_truncated", "bool"), ("text_truncated", "text_truncated", "bool")]
-_VERIFY = [("attempt", "attempt", "str"), ("name", "name", "cat"), ("passed", "passed", "bool"), ("detail", "detail", "str")]
+_VERIFY = [("attempt", "attempt", "str"), ("name", "name", "cat"), ("passed", "passed", "bool"),
+           ("detail", "detail", "str")]
 _BLOCK = [("kind", "kind", "cat"), ("tool", "tool", "cat"), ("call_id", "call_id", "str")]
 _CONTENT = {"attempts": [("tool_digest", "tool_digest", "str"), ("stimulus", "stimulus", "str")],
             "turns": [("request_digest", "request_digest", "str")],
@@ -148,19 +151,22 @@ def _local(at: pa.Array, starts: np.ndarray, owners: np.ndarray) -> pa.Array:
 RUN_COLUMNS = ("run_id", "commit", "edition", "tier")  # the run columns every table carries
 
 def _encoded(values: list) -> tuple:
-    "`(codes, dictionary)` of one value per shard: each shard's position in `dictionary` (-1 where None or empty), and -1 last."
+    ("`(codes, dictionary)` of one value per shard: each shard's position in `dictionary` (-1 where None or empty), "
+     "and -1 last.")
     distinct = {}
     codes = np.array([distinct.setdefault(value, len(distinct)) if value else -1 for value in values] + [-1], np.int32)
     return codes, pa.array(list(distinct), pa.string())
 
 def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
-    "A categorical column holding, for each row, the value of its shard (`encoded` by `_encoded`), missing where it has none."
+    ("A categorical column holding, for each row, the value of its shard (`encoded` by `_encoded`), missing where it "
+     "has none.")
     codes, dictionary = encoded
     at = codes[owners]
     return pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), dictionary)
 
 def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:
-    "`columns` as a table, with the run columns and the path of each row's shard (`constants`: column -> `_encoded` values per shard)."
+    ("`columns` as a table, with the run columns and the path of each row's shard (`constants`: column -> `_encoded` "
+     "values per shard).")
     for name, encoded in constants.items(): columns[name] = _per_shard(encoded, owners)
     return pa.table(columns)
 
@@ -186,22 +192,25 @@ _PAYLOADS = {RunRecord: "run", SessionRecord: "session", AttemptRecord: "attempt
              CallRecord: "call", VerifyRecord: "verify"}
 _CODES = {record_type: code for code, record_type in enumerate(_PAYLOADS)}
 TABLES = ("runs", "providers", "sessions", "attempts", "turns", "calls", "verifies", "blocks")  # the tables, in order
-ATTEMPT_COLUMNS = ("case", "model", "surface", "session", "ended_by")  # what a turn, call, verify, block knows of its attempt
+# what a turn, call, verify, block knows of its attempt
+ATTEMPT_COLUMNS = ("case", "model", "surface", "session", "ended_by")
 SESSION_COLUMNS = ("mode", "capabilities", "served_tools")  # what an attempt knows of its session
 
 def _payloads(records: list, owners: np.ndarray) -> dict:
-    "Line type -> `(payloads, their shards)`: the payloads of `records` (of the shards `owners`) grouped by type, in file order."
-    codes = np.fromiter((_CODES[type(record)] for record in records), np.int8, len(records))
+    ("Line type -> `(payloads, their shards)`: the payloads of `records` (of the shards `owners`) grouped by type, in "
+     "file order.")
+    codes = np.fromiter(map(_CODES.__getitem__, map(type, records)), np.int8, len(records))
     groups = {}
     for code, line_type in enumerate(_PAYLOADS.values()):
         at = np.flatnonzero(codes == code)
         payload = attrgetter(line_type)
-        groups[line_type] = [payload(records[i]) for i in at.tolist()], owners[at]
+        groups[line_type] = list(map(payload, map(records.__getitem__, at.tolist()))), owners[at]
     return groups
 
 # %% ../nbs/04_tables.ipynb #1f9432f5
 def _run_tables(runs: list, owners: np.ndarray, shards: tuple) -> tuple:
-    "The runs and providers tables of the run lines `runs` (of the shards `owners`, their paths `_encoded` in `shards`), and the providers' shards."
+    ("The runs and providers tables of the run lines `runs` (of the shards `owners`, their paths `_encoded` in "
+     "`shards`), and the providers' shards.")
     run_columns = _columns(runs, _RUN)
     run_columns["providers"] = pa.array([len(run.providers) for run in runs], pa.int64())
     run_columns["shard"] = _per_shard(shards, owners)
@@ -215,7 +224,8 @@ def _run_tables(runs: list, owners: np.ndarray, shards: tuple) -> tuple:
 
 # %% ../nbs/04_tables.ipynb #76928ed2
 def _flatten_blocks(per_turn: tuple) -> tuple:
-    "The blocks of turns (`per_turn`: each turn's list of blocks) flattened, the position of each block's turn, and its number in that turn."
+    ("The blocks of turns (`per_turn`: each turn's list of blocks) flattened, the position of each block's turn, and "
+     "its number in that turn.")
     counts = np.fromiter(map(len, per_turn), np.int64, len(per_turn))
     turn_at = np.repeat(np.arange(len(per_turn)), counts)
     starts = np.cumsum(counts) - counts
@@ -226,7 +236,9 @@ def _flatten_blocks(per_turn: tuple) -> tuple:
 def _attempt_prices(models: pa.Array, prices: dict) -> np.ndarray:
     "Per-million prices (one row per attempt of `models`, plus a NaN row last) from `prices` (spec -> Price or None)."
     at = _positions(models, pa.array(list(prices), pa.string())).fill_null(len(prices)).to_numpy()
-    return _price_matrix([*prices.values(), None])[np.append(at, len(prices))]
+    listed = [*prices.values(), None]
+    used, at = np.unique(np.append(at, len(prices)), return_inverse=True)  # only the prices some attempt is billed at
+    return _price_matrix([listed[i] for i in used])[at]
 
 def _first_prices(first: list, single: bool) -> dict:
     "The prices of each shard's first run line, by spec (by shard number and spec, as `_keyed` spells it, in a batch)."
@@ -238,7 +250,8 @@ def _first_prices(first: list, single: bool) -> dict:
 
 # %% ../nbs/04_tables.ipynb #a9155228
 CHUNK_LINES = 2048  # lines turned into columns at a time, then freed
-_LINE_TYPES = {"sessions": "session", "attempts": "attempt", "turns": "turn", "calls": "call", "verifies": "verify"}  # table -> line type
+# table -> line type
+_LINE_TYPES = {"sessions": "session", "attempts": "attempt", "turns": "turn", "calls": "call", "verifies": "verify"}
 
 def _plans(content: bool) -> dict:
     "Table -> the plan of its columns read from lines (with the `content` columns when `content` is true)."
@@ -249,14 +262,16 @@ def _plans(content: bool) -> dict:
             "blocks": [("block", None, "int")] + plan("blocks", _BLOCK) + [("turn_key", None, "int")]}
 
 def _chunks(records: list):
-    "`(start, chunk)`: `records` in chunks of `CHUNK_LINES`, each chunk's places in `records` emptied, so that its objects go when the chunk does."
+    ("`(start, chunk)`: `records` in chunks of `CHUNK_LINES`, each chunk's places in `records` emptied, so that its "
+     "objects go when the chunk does.")
     for start in range(0, len(records), CHUNK_LINES):
         chunk = records[start:start + CHUNK_LINES]
         records[start:start + CHUNK_LINES] = repeat(None, len(chunk))
         yield start, chunk
 
 def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray, plans: dict, runs: list):
-    "Append the `_array`s of the lines `chunk` (of the shards `chunk_owners`) to `arrays`, their shards to `owners`, and its run lines to `runs`."
+    ("Append the `_array`s of the lines `chunk` (of the shards `chunk_owners`) to `arrays`, their shards to `owners`, "
+     "and its run lines to `runs`.")
     lines = _payloads(chunk, chunk_owners)
     runs += lines["run"][0]
     owners["runs"].append(lines["run"][1])
@@ -266,7 +281,8 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
         items, shards = lines[line_type]
         fields[table] = _add_columns(arrays[table], items, plans[table])
         owners[table].append(shards)
-    if sessions := fields["sessions"]: arrays["sessions"]["token_scopes"].append(_array([",".join(s) for s in sessions["token_scopes"]], "cat"))
+    if sessions := fields["sessions"]:
+        arrays["sessions"]["token_scopes"].append(_array([",".join(s) for s in sessions["token_scopes"]], "cat"))
     if (attempts := fields["attempts"]) and "facts" in arrays["attempts"]:
         facts = [msgspec.json.encode(facts).decode() if facts else "" for facts in attempts["facts"]]
         arrays["attempts"]["facts"].append(_array(facts, "str"))
@@ -279,7 +295,8 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
 
 # %% ../nbs/04_tables.ipynb #6bbee3b3
 class Part(dict):
-    "The tables of a batch of shards (name -> `pyarrow.Table`), with the shards' `paths`, each table's rows per shard (`counts`) and the `problems` salvaged."
+    ("The tables of a batch of shards (name -> `pyarrow.Table`), with the shards' `paths`, each table's rows per "
+     "shard (`counts`) and the `problems` salvaged.")
     def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table):
         super().__init__(tables)
         self.paths, self.counts, self.problems = paths, counts, problems
@@ -297,7 +314,8 @@ def _joined(arrays: list) -> np.ndarray:
     return np.concatenate(arrays).astype(np.intp, copy=False) if arrays else np.empty(0, np.intp)
 
 def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -> Part:
-    "The tables of the shard files `paths`, each shard read (strictly, or salvaging with `errors='collect'`), joined and priced within itself."
+    ("The tables of the shard files `paths`, each shard read (strictly, or salvaging with `errors='collect'`), joined "
+     "and priced within itself.")
     paths = [os.fspath(p) for p in paths]
     plans, runs, problems, single = _plans(content), [], [], len(paths) == 1
     arrays = {table: {name: [] for name, _, _ in plan} for table, plan in plans.items()}
@@ -315,7 +333,8 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         for start, chunk in _chunks(records):
             _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs)
         owners = {table: _joined(shards) for table, shards in owners.items()}
-        columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan} for table, plan in plans.items()}
+        columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan}
+                   for table, plan in plans.items()}
         first = [None] * len(paths)  # each shard's first run line
         for run, owner in zip(reversed(runs), owners["runs"][::-1].tolist()): first[owner] = run
         constants = {name: _encoded([run and getattr(run, name) for run in first]) for name in RUN_COLUMNS}
@@ -323,7 +342,8 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         runs_table, providers_table, owners["providers"] = _run_tables(runs, owners["runs"], constants["shard"])
         starts = {table: _starts(owners[table], len(paths)) for table in ("sessions", "attempts", "turns")}
         sessions, attempts = columns["sessions"], columns["attempts"]
-        session_at = _positions(keyed(owners["attempts"], attempts["session"]), keyed(owners["sessions"], sessions["label"]))
+        session_at = _positions(keyed(owners["attempts"], attempts["session"]),
+                                keyed(owners["sessions"], sessions["label"]))
         attempts.update(_take(sessions, SESSION_COLUMNS, session_at),
                         session_key=_local(session_at, starts["sessions"], owners["attempts"]))
         attempt_prices = _attempt_prices(keyed(owners["attempts"], attempts["model"]), _first_prices(first, single))
@@ -337,7 +357,8 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
             return table, at
 
         turns, turn_attempt = child("turns")
-        tokens = np.column_stack([turns[name].to_numpy() for name in TOKEN_CATEGORIES]).reshape(-1, len(TOKEN_CATEGORIES))
+        tokens = np.column_stack([turns[name].to_numpy() for name in TOKEN_CATEGORIES])
+        tokens = tokens.reshape(-1, len(TOKEN_CATEGORIES))
         priced_at = turn_attempt.fill_null(len(attempts["attempt"])).to_numpy()
         turns.update(_costs(tokens, attempt_prices[priced_at]))
         calls, _ = child("calls")
@@ -362,8 +383,10 @@ def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
     return batch_tables([path], content, errors)
 
 # %% ../nbs/04_tables.ipynb #81055008
-VOCABULARY_COLUMNS = {"ended_by": ENDINGS, "status": TURN_STATUSES, "kind": BLOCK_KINDS, "outcome": OUTCOMES}  # column -> its vocabulary
-_KEYS = {"session_key": "sessions", "attempt_key": "attempts", "turn_key": "turns"}  # key column -> table it points into
+# column -> its vocabulary
+VOCABULARY_COLUMNS = {"ended_by": ENDINGS, "status": TURN_STATUSES, "kind": BLOCK_KINDS, "outcome": OUTCOMES}
+# key column -> table it points into
+_KEYS = {"session_key": "sessions", "attempt_key": "attempts", "turn_key": "turns"}
 _INDEX = {"sessions": "session_key", "attempts": "attempt_key", "turns": "turn_key"}  # table -> name of its index
 
 def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.IntegerArray:
@@ -371,23 +394,55 @@ def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.Integ
     local = column.fill_null(-1).to_numpy()
     return pd.arrays.IntegerArray(local + offsets, local < 0)
 
+def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
+    "Whether the category `codes` (-1 missing) use all `categories`, each first met after those before it."
+    if not len(codes): return categories == 0
+    reached = np.maximum.accumulate(codes.astype(np.int32))  # the highest code met so far
+    return reached[-1] == categories - 1 and bool((codes[1:] <= reached[:-1] + 1).all()) and codes[0] <= 0
+
 def _first_met(column: pd.Series) -> pd.Series:
     "A categorical `column` with the categories its rows hold, in the order they are first met down the column."
-    codes = column.cat.codes.to_numpy()
+    codes, categories = column.cat.codes.to_numpy(), column.cat.categories
+    # the usual case, left alone
+    if categories.dtype == "str" and _in_first_met_order(codes, len(categories)): return column
     held = pd.unique(codes[codes >= 0])  # in the order first met
-    if len(held) == len(column.cat.categories) and (held == np.arange(len(held))).all() and column.cat.categories.dtype == "str":
-        return column  # already so: the usual case, left alone
-    return column.cat.set_categories(pd.Index(column.cat.categories[held], dtype="str"))
+    return column.cat.set_categories(pd.Index(categories[held], dtype="str"))
+
+def _as_shown(column: pa.ChunkedArray, vocabulary=None) -> tuple:
+    ("`(codes, categories)` of a dictionary `column`: its categories as shown (see `_categories`), each row's code "
+     "(-1: none).")
+    column = column.unify_dictionaries().combine_chunks()
+    codes, values = column.indices.fill_null(-1).to_numpy(), column.dictionary
+    if vocabulary is None:
+        if _in_first_met_order(codes, len(values)): return codes, values.to_pylist()  # the usual case, left alone
+        shown = values.take(pa.array(pd.unique(codes[codes >= 0]), pa.int64()))
+    else:
+        held = values.filter(pa.array(np.bincount(codes[codes >= 0], minlength=len(values)) > 0)).to_pylist()
+        shown = pa.array(list(vocabulary) + sorted(set(held) - set(vocabulary)), pa.string())
+    # each row's code among those shown
+    moved = np.append(_positions(values, shown).fill_null(-1).to_numpy(), -1)[codes]
+    return moved, shown.to_pylist()
+
+def _categorical(codes: np.ndarray, categories: list, dtypes: dict) -> pd.Categorical:
+    ("A categorical of `codes` among `categories`, of the dtype in `dtypes` (categories -> dtype) shared by columns "
+     "of the same categories.")
+    key = tuple(categories)
+    # pandas checks them once
+    if key not in dtypes: dtypes[key] = pd.CategoricalDtype(pd.Index(categories, dtype="str"))
+    return pd.Categorical.from_codes(codes, dtype=dtypes[key])
 
 def _categories(frame: pd.DataFrame) -> pd.DataFrame:
-    "`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order, and the others in the order first met."
+    ("`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order, and the others in "
+     "the order first met.")
     for name, column in frame.items():
         if not isinstance(column.dtype, pd.CategoricalDtype): continue
         if name not in VOCABULARY_COLUMNS:
             frame[name] = _first_met(column)
             continue
-        vocabulary, column = VOCABULARY_COLUMNS[name], column.cat.remove_unused_categories()
-        frame[name] = column.cat.set_categories(list(vocabulary) + sorted(set(column.cat.categories) - set(vocabulary)))
+        codes, categories = column.cat.codes.to_numpy(), column.cat.categories
+        held = categories[np.bincount(codes[codes >= 0], minlength=len(categories)) > 0]
+        vocabulary = VOCABULARY_COLUMNS[name]
+        frame[name] = column.cat.set_categories(list(vocabulary) + sorted(set(held) - set(vocabulary)))
     return frame
 
 # %% ../nbs/04_tables.ipynb #44c29a97
@@ -402,20 +457,28 @@ def _relative(paths: pd.Index, root) -> pd.Index:
     return pd.Index([os.path.relpath(p, root) for p in paths], dtype="str")
 
 def _frames(parts: list, root) -> dict:
-    "One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to `root`."
+    ("One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to "
+     "`root`.")
     rows = {name: np.concatenate([_counts(part)[name] for part in parts]).astype(np.int64) for name in TABLES}
-    frames = {}
+    frames, dtypes = {}, {}
     for name in TABLES:
         table = pa.concat_tables([part[name] for part in parts])
-        keys = [key for key in table.column_names if key in _KEYS]
-        frame = table.drop_columns(keys).to_pandas(use_threads=False)
-        for key in keys:
-            target = rows[_KEYS[key]]
-            offsets = np.repeat(np.cumsum(target) - target, rows[name])
-            frame.insert(table.column_names.index(key), key, _global_key(table.column(key), offsets))
+        built = [column for column, kind in zip(table.column_names, table.schema.types)
+                 if column in _KEYS or pa.types.is_dictionary(kind)]  # the keys and categoricals, built here
+        frame = table.drop_columns(built).to_pandas(use_threads=False)
+        for column in built:
+            if column in _KEYS:
+                target = rows[_KEYS[column]]
+                values = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
+            else:
+                codes, categories = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column))
+                if column == "shard" and root is not None:
+                    categories = list(_relative(pd.Index(categories, dtype="str"), root))
+                values = _categorical(codes, categories, dtypes)
+            # (not there: skips a look-up)
+            frame.insert(table.column_names.index(column), column, values, allow_duplicates=True)
         if name in _INDEX: frame.index.name = _INDEX[name]
-        if root is not None: frame["shard"] = frame.shard.cat.rename_categories(_relative(frame.shard.cat.categories, root))
-        frames[name] = _categories(frame)
+        frames[name] = frame
     return frames
 
 # %% ../nbs/04_tables.ipynb #7432f1f6
@@ -424,7 +487,8 @@ def _sessions_by_run(attempts: pd.DataFrame, sessions: pd.DataFrame):
     lost = attempts.index[attempts.session_key.isna() & attempts.session.notna() & attempts.run_id.notna()]
     if not len(lost): return
     first = {}
-    for key, run_id, label in zip(sessions.index, sessions.run_id, sessions.label): first.setdefault((run_id, label), key)
+    for key, run_id, label in zip(sessions.index, sessions.run_id, sessions.label):
+        first.setdefault((run_id, label), key)
     found = [(key, first.get((run_id, label))) for key, run_id, label in
              zip(lost, attempts.run_id[lost], attempts.session[lost])]
     found = [(key, session) for key, session in found if session is not None]
@@ -450,7 +514,8 @@ def _problems(parts: list, root) -> pd.DataFrame:
     return frame
 
 def combine(parts: list, root=None) -> "Tables":
-    "The `Tables` of a tree from the `batch_tables` (or `shard_tables`) of its shards, in walk order; `shard` paths are made relative to `root`."
+    ("The `Tables` of a tree from the `batch_tables` (or `shard_tables`) of its shards, in walk order; `shard` paths "
+     "are made relative to `root`.")
     parts = parts or [batch_tables([])]
     with paused_gc():
         frames = _frames(parts, root)
@@ -491,10 +556,14 @@ class Tables:
         for name in TABLES: setattr(self, name, frames[name])
         self.prices = prices  # None when each turn is priced from its own run line, else the table given to `priced`
         self.root = root  # the directory the `shard` paths are relative to (None: they are as read)
-        self.problems = pd.DataFrame({"shard": [], "line": pd.array([], "Int64"), "field": [], "why": []}) if problems is None else problems
+        if problems is None: problems = pd.DataFrame({"shard": [], "line": pd.array([], "Int64"), "field": [],
+                                                      "why": []})
+        self.problems = problems
 
     def __getitem__(self, name: str) -> pd.DataFrame: return getattr(self, name)
-    def items(self) -> list: "`(name, DataFrame)` for every table, in `TABLES` order."; return [(n, self[n]) for n in TABLES]
+    def items(self) -> list:
+        "`(name, DataFrame)` for every table, in `TABLES` order."
+        return [(n, self[n]) for n in TABLES]
 
     @property
     def rows(self) -> pd.Series:
@@ -508,17 +577,21 @@ class Tables:
     def _repr_html_(self):
         source = "each run's own prices" if self.prices is None else "prices given to <code>priced()</code>"
         problems = f" {len(self.problems)} lines refused (see <code>.problems</code>)." if len(self.problems) else ""
-        return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; shards under <code>{os.path.relpath(self.root)}</code>.{problems}</p>"
+        where = f"shards under <code>{os.path.relpath(self.root)}</code>"
+        return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; {where}.{problems}</p>"
 
     def where(self, attempts=None, /, **conditions) -> "Tables":
-        "These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the boolean mask `attempts`."
+        ("These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the "
+         "boolean mask `attempts`.")
         unknown = [name for name in conditions if name not in self.attempts.columns]
         if unknown: raise ValueError(f"where() narrows by columns of attempts; {', '.join(map(repr, unknown))} "
                                      f"is not one (they are: {', '.join(self.attempts.columns)})")
         keep = _matching(self.attempts, conditions)
-        if isinstance(attempts, pd.Series): keep &= attempts.reindex(self.attempts.index, fill_value=False).to_numpy(dtype=bool)
+        if isinstance(attempts, pd.Series):
+            keep &= attempts.reindex(self.attempts.index, fill_value=False).to_numpy(dtype=bool)
         elif attempts is not None:
-            if len(attempts) != len(self.attempts): raise ValueError(f"the mask has {len(attempts)} values for {len(self.attempts)} attempts")
+            if len(attempts) != len(self.attempts):
+                raise ValueError(f"the mask has {len(attempts)} values for {len(self.attempts)} attempts")
             keep &= np.asarray(attempts, bool)
         kept = self.attempts[keep]
 
@@ -543,7 +616,8 @@ class Tables:
         return Tables(frames, self.prices, self.root, self.problems)
 
     def priced(self, prices: Mapping) -> "Tables":
-        "These tables with every turn's cost computed from `prices` (spec -> `Price` or dict of its fields) instead of its run's."
+        ("These tables with every turn's cost computed from `prices` (spec -> `Price` or dict of its fields) instead "
+         "of its run's.")
         turns = self.turns.copy(deep=False)
         models = turns.model.cat
         matrix = _price_matrix([_as_price(prices.get(spec)) for spec in models.categories] + [None])
@@ -572,16 +646,22 @@ class _Followed:
     def __exit__(self, *_): pass
     def update(self, size: int): self.done += size; self.follow(self.done, self.total)
 
+def _unseen(done: int, total: int):
+    "Progress no one sees."
+
 def _progress(total: int, progress):
-    "A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen); a callable `progress(done, total)` is told instead."
+    ("A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen); a callable "
+     "`progress(done, total)` is told instead.")
     if callable(progress): return _Followed(progress, total)
+    # tqdm not even imported
+    if not (_interactive() if progress is None else progress): return _Followed(_unseen, total)
     from tqdm.std import tqdm
-    show = _interactive() if progress is None else progress
-    return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, disable=not show, desc="load", file=sys.stderr, leave=False)
+    return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, desc="load", file=sys.stderr, leave=False)
 
 def _batches(positions: list, sizes: list, workers: int) -> list:
-    "The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about `BATCH_BYTES` each."
-    limit = max(1, min(BATCH_BYTES, sum(sizes) // (4 * workers))) if workers > 1 else BATCH_BYTES
+    ("The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about "
+     "`BATCH_BYTES` each.")
+    limit = max(1, min(BATCH_BYTES, sum(sizes) // (8 * workers))) if workers > 1 else BATCH_BYTES
     batches, size = [], 0
     for position, shard_size in zip(positions, sizes):
         if not batches or size + shard_size > limit or batches[-1][-1] != position - 1:
@@ -592,23 +672,28 @@ def _batches(positions: list, sizes: list, workers: int) -> list:
     return batches
 
 # %% ../nbs/04_tables.ipynb #7f7fa9d2
-CACHE_LIMIT_BYTES = 5 * 10**9  # the cache's size cap (MODELRECORD_CACHE_LIMIT overrides it); least recently loaded trees go first
-_ORPHAN_SECONDS = 600  # a segment no index names is deleted once it is this old (a concurrent load may be about to name it)
+# the cache's size cap (MODELRECORD_CACHE_LIMIT overrides it); least recently loaded trees go first
+CACHE_LIMIT_BYTES = 5 * 10**9
+# a segment no index names is deleted once it is this old (a concurrent load may be about to name it)
+_ORPHAN_SECONDS = 600
 
 def cache_dir() -> Path:
-    "Where the load cache lives: `$MODELRECORD_CACHE_DIR`, else `$XDG_CACHE_HOME/modelrecord` (default `~/.cache/modelrecord`)."
+    ("Where the load cache lives: `$MODELRECORD_CACHE_DIR`, else `$XDG_CACHE_HOME/modelrecord` (default "
+     "`~/.cache/modelrecord`).")
     if os.environ.get("MODELRECORD_CACHE_DIR"): return Path(os.environ["MODELRECORD_CACHE_DIR"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modelrecord"
 
 @cache
 def _schemas(content: bool) -> dict:
-    "Table -> the Arrow schema `batch_tables` gives it (with the `content` columns when `content`): the table plan, typed."
+    ("Table -> the Arrow schema `batch_tables` gives it (with the `content` columns when `content`): the table plan, "
+     "typed.")
     part = batch_tables([], content)
     return {name: part[name].schema for name in TABLES}
 
 @cache
 def _plan_digest(content: bool) -> str:
-    "A digest of what a shard's cached tables are made of: their columns and types, the code building them, the package version."
+    ("A digest of what a shard's cached tables are made of: their columns and types, the code building them, the "
+     "package version.")
     from modelrecord import __version__, reader, record, tables
     digest = hashlib.sha256(f"{__version__}\n{content}\n".encode())
     for name, schema in _schemas(content).items(): digest.update(f"{name}: {schema}\n".encode())
@@ -622,7 +707,8 @@ def _tree_dir(tree, content: bool) -> Path:
 
 # %% ../nbs/04_tables.ipynb #bddbd8d2
 class _Segment(msgspec.Struct, array_like=True):
-    "An entry of a tree's index: a segment file, its CRC-32 and size, where each table's IPC file sits in it, and the shards it holds."
+    ("An entry of a tree's index: a segment file, its CRC-32 and size, where each table's IPC file sits in it, and "
+     "the shards it holds.")
     file: str
     crc: int
     size: int
@@ -665,7 +751,8 @@ def _open_segment(directory: Path, segment: _Segment) -> Optional[Part]:
     try:
         buffer = pa.memory_map(str(directory / segment.file)).read_buffer()
         if buffer.size != segment.size or zlib.crc32(buffer) != segment.crc: return None
-        tables = {name: pa.ipc.open_file(buffer.slice(offset, length)).read_all() for name, (offset, length) in segment.spans.items()}
+        tables = {name: pa.ipc.open_file(buffer.slice(offset, length)).read_all()
+                  for name, (offset, length) in segment.spans.items()}
         counts = {name: np.array(rows, np.int64) for name, rows in segment.counts.items()}
         if any(tables[name].num_rows != counts[name].sum() for name in counts): return None
         problems = tables.pop("problems")
@@ -684,7 +771,8 @@ def _read_index(directory: Path) -> list:
     except (msgspec.DecodeError, msgspec.ValidationError): return []
 
 def _write_index(directory: Path, segments: list, dropped: set):
-    "Write the index of `segments` in `directory`; delete the segment files `dropped`, and those no index names once they are old."
+    ("Write the index of `segments` in `directory`; delete the segment files `dropped`, and those no index names once "
+     "they are old.")
     body = msgspec.msgpack.encode(segments)
     _replace(directory, _INDEX_FILE, [zlib.crc32(body).to_bytes(4, "little"), body])
     named = {segment.file for segment in segments}
@@ -706,7 +794,8 @@ def _keep_under_limit():
     if not trees.is_dir(): return
     found = []
     for directory in trees.iterdir():
-        try: found.append(((directory / _INDEX_FILE).stat().st_mtime if (directory / _INDEX_FILE).exists() else 0, _size(directory), directory))
+        index = directory / _INDEX_FILE
+        try: found.append((index.stat().st_mtime if index.exists() else 0, _size(directory), directory))
         except OSError: continue
     total = sum(size for _, size, _ in found)
     for _, size, directory in sorted(found, key=lambda item: item[0]):
@@ -733,17 +822,20 @@ def _slice(part: Part, start: int, stop: int) -> Part:
         "The rows of the shards wanted, of a table with `rows` per shard."
         return table.slice(int(rows[:start].sum()), int(rows[start:stop].sum()))
     return Part({name: cut(part[name], part.counts[name]) for name in TABLES}, part.paths[start:stop],
-                {name: rows[start:stop] for name, rows in part.counts.items()}, cut(part.problems, part.counts["problems"]))
+                {name: rows[start:stop] for name, rows in part.counts.items()},
+                cut(part.problems, part.counts["problems"]))
 
 def _read_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
-    "`(part, segment)`: the `batch_tables` of `paths` (shard `keys`), and its segment written in the cache `directory` (None without one)."
+    ("`(part, segment)`: the `batch_tables` of `paths` (shard `keys`), and its segment written in the cache "
+     "`directory` (None without one).")
     part = batch_tables(paths, content, errors)
     if directory is None: return part, None
     try: return part, _write_segment(directory, part, keys)
     except OSError: return part, None
 
 def _pooled_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
-    "`_read_batch` in a worker process: a part written to the cache comes back as its segment alone (the parent maps it)."
+    ("`_read_batch` in a worker process: a part written to the cache comes back as its segment alone (the parent maps "
+     "it).")
     part, segment = _read_batch(paths, keys, content, errors, directory)
     return (None if segment else part), segment
 
@@ -754,7 +846,8 @@ def _shard_key(path: str) -> tuple:
     return path, status.st_size, status.st_mtime_ns, status.st_ino
 
 def _cached(directory: Path, keys: list) -> tuple:
-    "`(found, opened, segments)`: tree position -> (segment, position in it) of each shard the cache holds as it is now; the segments opened; the index."
+    ("`(found, opened, segments)`: tree position -> (segment, position in it) of each shard the cache holds as it is "
+     "now; the segments opened; the index.")
     segments = _read_index(directory)
     where = {tuple(key): (n, at) for n, segment in enumerate(segments) for at, key in enumerate(segment.shards)}
     wanted = {i: where[key] for i, key in enumerate(keys) if key in where}
@@ -773,7 +866,8 @@ def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Err
         yield from zip(batches, results)
 
 def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
-    "The parts of a tree of `count` shards in walk order: batches `read` (by first position) and runs of shards `found` in the `opened` segments."
+    ("The parts of a tree of `count` shards in walk order: batches `read` (by first position) and runs of shards "
+     "`found` in the `opened` segments.")
     parts, i = [], 0
     while i < count:
         if i in read:
@@ -797,7 +891,8 @@ def _refuse_salvaged(parts: list):
 # %% ../nbs/04_tables.ipynb #515b38b4
 def load(path, *, workers: Optional[int] = None, content: bool = False, progress=None,
          errors: Errors = "raise", cache: bool = True) -> Tables:
-    "The `Tables` of the shard tree (or shard file) at `path`, read strictly (salvaging with `errors='collect'`), through the cache unless `cache=False`."
+    ("The `Tables` of the shard tree (or shard file) at `path`, read strictly (salvaging with `errors='collect'`), "
+     "through the cache unless `cache=False`.")
     if errors not in ("raise", "collect"): raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
     paths = shard_paths(os.path.realpath(path))  # resolved once: the walk does not follow links to directories
     keys = [_shard_key(p) for p in paths]
@@ -808,9 +903,11 @@ def load(path, *, workers: Optional[int] = None, content: bool = False, progress
     if workers is None: workers = min(_cores(), len(fresh)) if sum(sizes) >= PARALLEL_BYTES else 1
     read, written = {}, []
     with _progress(sum(sizes), progress) as bar:
-        for batch, (part, segment) in _read_all(_batches(fresh, sizes, workers), paths, keys, content, errors, directory, workers):
+        batches = _batches(fresh, sizes, workers)
+        for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
             if segment: written.append(segment)
-            read[batch[0]] = part or _open_segment(directory, segment) or batch_tables([paths[i] for i in batch], content, errors)
+            part = part or _open_segment(directory, segment)  # a worker's part comes as its segment
+            read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)
             bar.update(sum(keys[i][1] for i in batch))
     parts = _in_walk_order(len(paths), read, found, opened)
     if errors == "raise": _refuse_salvaged(parts)
@@ -819,7 +916,8 @@ def load(path, *, workers: Optional[int] = None, content: bool = False, progress
     return combine(parts, Path(root))
 
 def _update_index(directory: Path, segments: list, used: set, written: list):
-    "Name the segments `used` and `written` in the tree's index (only touching it when nothing changed), then keep the cache under its cap."
+    ("Name the segments `used` and `written` in the tree's index (only touching it when nothing changed), then keep "
+     "the cache under its cap.")
     try:
         if not written and len(used) == len(segments): return os.utime(directory / _INDEX_FILE)
         kept = [segment for n, segment in enumerate(segments) if n in used] + written
@@ -829,7 +927,8 @@ def _update_index(directory: Path, segments: list, used: set, written: list):
 
 # %% ../nbs/04_tables.ipynb #e84b9e61
 def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:
-    "The Arrow schema `frame` is written with: each column typed as `plan` types it, categoricals as strings, times in µs (ns if `ns`)."
+    ("The Arrow schema `frame` is written with: each column typed as `plan` types it, categoricals as strings, times "
+     "in µs (ns if `ns`).")
     fields = []
     for name in frame.columns:
         kind = plan.field(name).type if name in plan.names else pa.int64() if name in _KEYS else None
@@ -840,10 +939,12 @@ def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:
     return pa.schema(fields)
 
 def export(tables: Tables, out_dir, *, ns: bool = False) -> list:
-    "Write every table of `tables` as a Parquet dataset `<out_dir>/<table>/run_id=<value>/`, replacing those runs' partitions; return the table directories."
+    ("Write every table of `tables` as a Parquet dataset `<out_dir>/<table>/run_id=<value>/`, replacing those runs' "
+     "partitions; return the table directories.")
     import pyarrow.dataset as ds
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir(): raise NotADirectoryError(f"{out_dir} is a file: export writes a directory of Parquet datasets")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(f"{out_dir} is a file: export writes a directory of Parquet datasets")
     by_run = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
     written = []
     for name, frame in tables.items():
@@ -852,7 +953,8 @@ def export(tables: Tables, out_dir, *, ns: bool = False) -> list:
         table = pa.Table.from_pandas(frame, preserve_index=False)
         table = pa.table([pc.cast(table[field.name], field.type, safe=False) for field in schema], schema=schema)
         (out_dir / name).mkdir(parents=True, exist_ok=True)  # there even when the table is empty
-        ds.write_dataset(table, out_dir / name, format="parquet", partitioning=by_run, basename_template="part-{i}.parquet",
+        ds.write_dataset(table, out_dir / name, format="parquet", partitioning=by_run,
+                         basename_template="part-{i}.parquet",
                          existing_data_behavior="delete_matching")
         written.append(out_dir / name)
     return written
