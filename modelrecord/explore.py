@@ -22,7 +22,7 @@ from itables import JavascriptFunction
 from itables.widget import ITable
 
 from . import plots
-from .compare import ModelComparison, RunComparison, compare_models, compare_runs, outcomes
+from .compare import ModelComparison, RunComparison, compare_models, compare_runs, outcomes, verdict_success
 from .formatting import count_text, ms_text, plural, share_text, usd_column, usd_decimals, usd_text
 from .live import LiveTree, file_stamp
 from .reader import ShardError, read_shard
@@ -631,7 +631,7 @@ class _LinkedHTML(anywidget.AnyWidget):
 # %% ../nbs/13_explore.ipynb #f27d9cc9
 def _success(scores) -> Optional[pd.Series]:
     "What a comparison counts as success: the verdict's `clean` per attempt when there is a key (`scores`), else None: completion."
-    return None if scores is None else scores.attempts.clean
+    return None if scores is None else verdict_success(scores)
 
 # %% ../nbs/13_explore.ipynb #8faf8c09
 _LINKS_SHOWN, _ITEMS_SHOWN = 12, 200  # links per side of an item, and items, a Compare view lists (a big tree has thousands)
@@ -791,7 +791,7 @@ def _compared_models(explorer: Explorer) -> str:
                       '(choose "all" in the model filter).</p>')
     a, b = self.compare_a.value, self.compare_b.value
     if a == b: return styled('<p class="mr-note">Choose two different models.</p>')
-    success = _success(self.scores)  # STATS: when compare_models takes scores, pass `self.scores` here instead
+    success = _success(self.scores)
     comparison = compare_models(self.filtered, a, b, success=success)
     return _models_html(comparison, outcomes(self.filtered, success).join(self.filtered.attempts.attempt), _success_text(self))
 
@@ -803,7 +803,7 @@ def _compared_trees(explorer: Explorer) -> str:
         return styled('<p class="mr-note">Name a second tree above (the run before this one) and press Compare.</p>')
     shared = {name: value for name, value in _conditions(self).items() if name in other.tables.attempts.columns and name != "run_id"}
     before, after = other.tables.where(**shared), self.filtered
-    success_before, success_after = _success(self.other_scores), _success(self.scores)  # STATS: or the scores themselves
+    success_before, success_after = _success(self.other_scores), _success(self.scores)
     comparison = compare_runs(before, after, success_before, success_after)
     return _runs_html(comparison, outcomes(before, success_before).join(before.attempts.attempt),
                       outcomes(after, success_after).join(after.attempts.attempt), _success_text(self))
