@@ -124,15 +124,25 @@ def _grid_data(rows: pd.DataFrame) -> tuple:
 
 # %% ../nbs/13_explore.ipynb #f49dc3b8
 _GRID_OPTIONS = dict(showIndex=False, maxBytes=0, allow_html=True, select={"style": "single", "info": False},
-                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[],
+                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[], autoWidth=False,
                      classes="display compact nowrap cell-border", style="width:100%;margin:0",
                      text_in_header_can_be_selected=False)  # a click anywhere on a heading sorts by it
 # what the grid is made and updated with (an update falls back to itables' defaults for what it is not given)
 
+# %% ../nbs/13_explore.ipynb #5e1ec7a1
+_EVERY_ROW_DESELECTED = "this.dt.rows().deselect(),this.dt.rows(e).select()"  # how itables 2.9's widget sets a selection
+_SELECTED_DESELECTED = "this.dt.rows({selected:!0}).deselect(),this.dt.rows(e).select()"  # the same, deselecting only the selected
+
+# %% ../nbs/13_explore.ipynb #5e1ec7a2
+class _Grid(ITable):
+    "itables' widget, whose selection set from Python deselects only the rows that were selected, not every row."
+    _esm = str(ITable._esm).replace(_EVERY_ROW_DESELECTED, _SELECTED_DESELECTED, 1)  # unchanged if itables changed it
+
+# %% ../nbs/13_explore.ipynb #5e1ec7a3
 def _grid() -> ITable:
     "The attempts grid: sorts, searches and pages in the browser; a click selects one row."
     frame, column_defs = _grid_data(pd.DataFrame({name: pd.Series(dtype=object) for _, name in _ATTEMPT_COLUMNS}))
-    return ITable(frame, columnDefs=column_defs, **_GRID_OPTIONS)
+    return _Grid(frame, columnDefs=column_defs, **_GRID_OPTIONS)
 
 # %% ../nbs/13_explore.ipynb #6a9d1003
 ALL = ""  # the value of a filter that keeps everything
@@ -386,7 +396,8 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
     started = time.perf_counter()
     try:
         tables = tree.read(progressed)
-        scores = None if self.key is None else score(tables, self.key)
+        same = tables is self.tables  # a refresh that found nothing changed: the same tables, scores and drawings
+        scores = self.scores if same else None if self.key is None else score(tables, self.key)
     except Exception as error:  # whatever stops a read is shown on the page, not raised into a widget callback
         self.error, self.progress.bar_style = error, "danger"
         self.status.value = _refusal_html(error, self.tree)
@@ -395,7 +406,7 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
     opened = None if fresh else _identity(self.tables, self.opened)
     self.tables, self.tree, self.error, self.scores = tables, tree, None, scores
     self.status.value = _loaded_html(tree, tables, time.perf_counter() - started, fresh)
-    self._shards.clear(); self._drawings.clear()
+    if not same: self._shards.clear(); self._drawings.clear(); vars(self).pop("_grouped", None)
     with _hushed(self): _offer_filters(self, keep=not fresh)
     self.opened = _key(tables, opened)
     _narrow(self)
@@ -521,6 +532,24 @@ def _read_cached(explorer: Explorer, path) -> object:
         cached = shards[str(path)] = stamp, read_shard(path)
     return cached[1]
 
+# %% ../nbs/13_explore.ipynb #6a77e5c0
+class _Records(NamedTuple):
+    "What `attempt_lines` reads of a shard: its records (here, those of one attempt)."
+    records: list
+
+# %% ../nbs/13_explore.ipynb #6a77e5c1
+def _attempt_records(explorer: Explorer, path, name: str) -> _Records:
+    "The records of the attempt `name` in the shard at `path` (`.records`), from the shard grouped by attempt once per read."
+    shard, grouped = _read_cached(explorer, path), vars(explorer).setdefault("_grouped", {})  # path -> (shard, by attempt)
+    if grouped.get(str(path), (None,))[0] is not shard:
+        if len(grouped) >= 4: grouped.pop(next(iter(grouped)))
+        by_attempt = {}
+        for record in shard.records:
+            owner = record.payload.id if record.type == "attempt" else getattr(record.payload, "attempt", None)
+            if owner is not None: by_attempt.setdefault(owner, []).append(record)
+        grouped[str(path)] = shard, by_attempt
+    return _Records(grouped[str(path)][1].get(name, []))
+
 # %% ../nbs/13_explore.ipynb #86b3bbe5
 def _open(explorer: Explorer, key: Optional[int]):
     "Show the conversation of the attempt `key` (an `attempt_key`), or none when `key` is None."
@@ -528,7 +557,9 @@ def _open(explorer: Explorer, key: Optional[int]):
     if key is None:
         explorer.conversation.value = styled('<p class="mr-note">Click a row in the Attempts tab to read its conversation here.</p>')
         return
-    try: explorer.conversation.value = conversation_html(explorer.tables, key, lambda path: _read_cached(explorer, path), explorer.scores)
+    name = explorer.tables.attempts.attempt[key]
+    read = lambda path: _attempt_records(explorer, path, name)
+    try: explorer.conversation.value = conversation_html(explorer.tables, key, read, explorer.scores)
     except Exception as error: explorer.conversation.value = _refusal_html(error, explorer.tree)
 
 # %% ../nbs/13_explore.ipynb #d99d1b3c
