@@ -1,4 +1,4 @@
-"""Benchmark the served explorer in Chromium: page load, a filter click, a row click; on the example and a 20,000-attempt tree.
+"""Benchmark the served explorer in Chromium: page load, a filter click, a row click; example and 20,000-attempt trees.
 
     python bench/bench_explore.py [--repeat 3] [--big-attempts 20000] [--no-big]
 
@@ -74,7 +74,7 @@ def seconds(action, wait) -> float:
 
 
 def clicked(page, kind: str, action, predicate: str, arg) -> tuple:
-    "`(page, wall)` seconds of `action()` until `predicate(arg)` holds: from the page's first `kind` event, and Playwright's."
+    "`(page, wall)`: seconds of `action()` until `predicate(arg)`, from the page's first `kind` event, and Playwright's."
     page.evaluate(ARM, kind)
     wall = seconds(action, lambda: page.wait_for_function(predicate, arg=arg, polling="raf", timeout=120_000))
     start, end = page.evaluate("[window.__mrStart, window.__mrEnd]")
@@ -88,7 +88,7 @@ def view(browser, url: str) -> tuple:
 
 
 def in_browser(tree: Path, repeat: int) -> dict:
-    "Every figure for `tree`, measured in Chromium on the served page (`repeat` times each; the first view once)."
+    "Every figure for `tree`, measured in Chromium on the served page (`repeat` times each, the first view once)."
     from playwright.sync_api import sync_playwright
     from modelrecord.tables import load
     attempts = load(tree, progress=False).attempts
@@ -160,7 +160,8 @@ def main():
     from modelrecord.sample import example_tree
     trees = {} if options.no_example else {"example": example_tree()}
     if not options.no_big: trees["big"] = big_tree(options.big_attempts)
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start (shared machine: figures vary)")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start "
+          "(shared machine: figures vary)")
     for name, tree in trees.items():
         browser, base = in_browser(tree, options.repeat), headless(tree, options.repeat)
         print(f"\n{name} tree ({tree.name}), load average {os.getloadavg()[0]:.1f}:")
@@ -168,7 +169,8 @@ def main():
             shown, alone = browser[step], base[step.split()[0]]
             target = TARGETS.get(step, {}).get(name)
             verdict = "" if target is None else f"  target <= {target:g} s: {'met' if max(shown) <= target else 'SHORT'}"
-            print(f"  {what:40s} best {min(shown):6.3f} s  median {statistics.median(shown):6.3f} s  max {max(shown):6.3f} s"
+            print(f"  {what:40s} best {min(shown):6.3f} s  median {statistics.median(shown):6.3f} s  "
+                  f"max {max(shown):6.3f} s"
                   f"  (n={len(shown)})  headless {statistics.median(alone):6.3f} s{verdict}")
             print(f"  {'':40s} each: {' '.join(f'{s:.3f}' for s in shown)}")
 

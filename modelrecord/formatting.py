@@ -41,7 +41,7 @@ def plural(count: int,  # how many
 
 # %% ../nbs/06_formatting.ipynb #011867dd
 def _decimals(size: float, figures: int = 2) -> int:
-    "The decimals a cost of `size` dollars is written with: 0 from $100, 2 (cents) from a cent, else `figures` significant figures."
+    "The decimals a cost of `size` dollars is written with: 0 from $100, 2 (cents) from a cent, else `figures` figures."
     if size >= 100: return 0
     if size >= 0.01 or size == 0: return 2
     return min(8, figures - 1 - math.floor(math.log10(size)))
@@ -50,7 +50,7 @@ def _decimals(size: float, figures: int = 2) -> int:
 def usd_text(value,  # a cost in dollars, or missing
              decimals: Optional[int] = None,  # decimals to write; None: as the size of `value` needs
             ) -> str:
-    "A cost as text: `unpriced` when unknown, else $0.25, $1,250, under a cent to two figures ($0.0042), or to `decimals`."
+    "A cost as text: `unpriced` when unknown, else $0.25, $1,250, under a cent 2 figures ($0.0042), or to `decimals`."
     if _missing(value): return "unpriced"
     if decimals is None: decimals = _decimals(abs(value))
     return f"${value:,.{decimals}f}"
@@ -59,7 +59,7 @@ def usd_text(value,  # a cost in dollars, or missing
 def usd_decimals(values: Iterable,  # the costs of one column (missing ones are left out)
                  figures: int = 2,  # significant figures of the smallest non-zero cost
                 ) -> int:
-    "The decimals a column of costs is written with: those its smallest non-zero cost needs for `figures` significant figures."
+    "The decimals a column of costs is written with: those its smallest non-zero cost needs for `figures` figures."
     sizes = [abs(value) for value in values if not _missing(value) and value]
     return _decimals(min(sizes), figures) if sizes else 2
 

@@ -24,7 +24,8 @@ def api_of(response) -> str:
         api = _APIS.get((kind.__module__.split(".types", 1)[0], kind.__name__))
         if api: return api
     raise TypeError(f"{type(response).__module__}.{type(response).__qualname__} is not a response these adapters know: "
-                    "give an OpenAI ChatCompletion or Response, an Anthropic Message or a google-genai GenerateContentResponse")
+                    "give an OpenAI ChatCompletion or Response, an Anthropic Message or a google-genai "
+                    "GenerateContentResponse")
 
 # %% ../nbs/15_providers.ipynb #bfbbfbb3
 def _count(value) -> int: return value or 0
@@ -39,7 +40,7 @@ def _uncached(total: int, name: str, **parts: int) -> int:
 
 # %% ../nbs/15_providers.ipynb #4a568519
 def _openai_usage(counted, total: str, output: str, details: str) -> Usage:
-    "The usage of an OpenAI response whose input counter `total` includes the cached and cache-written tokens of `details`."
+    "The usage of an OpenAI response whose input counter `total` includes the cached and cache-written `details`."
     if counted is None: return Usage()
     detail = getattr(counted, details)
     cached, written = _count(getattr(detail, "cached_tokens", 0)), _count(getattr(detail, "cache_write_tokens", 0))
@@ -49,10 +50,11 @@ def _openai_usage(counted, total: str, output: str, details: str) -> Usage:
 def _anthropic_usage(counted) -> Usage:
     "The usage of an Anthropic message: its input excludes both cache counters already."
     return Usage(input=_count(counted.input_tokens), output=_count(counted.output_tokens),
-                 cache_created=_count(counted.cache_creation_input_tokens), cache_read=_count(counted.cache_read_input_tokens))
+                 cache_created=_count(counted.cache_creation_input_tokens),
+                 cache_read=_count(counted.cache_read_input_tokens))
 
 def _gemini_usage(counted) -> Usage:
-    "The usage of a Gemini response: the prompt includes the cached content; tool-use prompts are input, thoughts output."
+    "The usage of a Gemini response: the prompt includes cached content; tool-use prompts are input, thoughts output."
     if counted is None: return Usage()
     cached = _count(counted.cached_content_token_count)
     input_ = _uncached(_count(counted.prompt_token_count), "prompt_token_count", cached_content_token_count=cached)
@@ -63,8 +65,10 @@ def _gemini_usage(counted) -> Usage:
 def usage(response) -> Usage:
     "The record's four counters for one provider `response` (`input` is the uncached input)."
     api = api_of(response)
-    if api == OPENAI_CHAT: return _openai_usage(response.usage, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
-    if api == OPENAI_RESPONSES: return _openai_usage(response.usage, "input_tokens", "output_tokens", "input_tokens_details")
+    if api == OPENAI_CHAT: return _openai_usage(response.usage, "prompt_tokens", "completion_tokens",
+                                                "prompt_tokens_details")
+    if api == OPENAI_RESPONSES: return _openai_usage(response.usage, "input_tokens", "output_tokens",
+                                                     "input_tokens_details")
     if api == ANTHROPIC: return _anthropic_usage(response.usage)
     return _gemini_usage(response.usage_metadata)
 
@@ -83,7 +87,7 @@ def tool_call_block(tool: str, # the tool the model named
     return Block(kind=BLOCK_TOOL_CALL, tool=tool, arguments=msgspec.Raw(text), call_id=call_id or "")
 
 # %% ../nbs/15_providers.ipynb #af3ce140
-def _text(kind: str, text) -> list:
+def _text_blocks(kind: str, text) -> list:
     "A block of `kind` holding `text`, or none when there is no text."
     return [Block(kind=kind, text=text)] if text else []
 
@@ -91,8 +95,8 @@ def _openai_chat_blocks(response) -> list:
     "The blocks of the first choice of a chat completion."
     if not response.choices: return []
     message = response.choices[0].message
-    found = _text(BLOCK_THINKING, getattr(message, "reasoning_content", None))
-    found += _text(BLOCK_TEXT, message.content) + _text(BLOCK_TEXT, getattr(message, "refusal", None))
+    found = _text_blocks(BLOCK_THINKING, getattr(message, "reasoning_content", None))
+    found += _text_blocks(BLOCK_TEXT, message.content) + _text_blocks(BLOCK_TEXT, getattr(message, "refusal", None))
     for call in message.tool_calls or []:
         if call.type == "function": found.append(tool_call_block(call.function.name, call.function.arguments, call.id))
         else: found.append(tool_call_block(call.custom.name, call.custom.input, call.id))
@@ -105,7 +109,8 @@ def _openai_responses_blocks(response) -> list:
     for item in response.output:
         if item.type == "message":
             for part in item.content:
-                found += _text(BLOCK_TEXT, part.text if part.type == "output_text" else getattr(part, "refusal", None))
+                found += _text_blocks(BLOCK_TEXT,
+                                      part.text if part.type == "output_text" else getattr(part, "refusal", None))
         elif item.type == "reasoning":
             said = [part.text for part in (item.summary or [])] or [part.text for part in (item.content or [])]
             found.append(Block(kind=BLOCK_THINKING, text="\n\n".join(said)))
@@ -118,7 +123,7 @@ def _anthropic_blocks(response) -> list:
     "The blocks of an Anthropic message, in order; redacted thinking is a thinking block without text."
     found = []
     for part in response.content:
-        if part.type == "text": found += _text(BLOCK_TEXT, part.text)
+        if part.type == "text": found += _text_blocks(BLOCK_TEXT, part.text)
         elif part.type == "thinking": found.append(Block(kind=BLOCK_THINKING, text=part.thinking))
         elif part.type == "redacted_thinking": found.append(Block(kind=BLOCK_THINKING))
         elif part.type == "tool_use": found.append(tool_call_block(part.name, part.input, part.id))
@@ -129,8 +134,9 @@ def _gemini_blocks(response) -> list:
     content = response.candidates[0].content if response.candidates else None
     found = []
     for part in (content.parts or []) if content else []:
-        if part.function_call: found.append(tool_call_block(part.function_call.name, part.function_call.args or {}, part.function_call.id))
-        elif part.text: found += _text(BLOCK_THINKING if part.thought else BLOCK_TEXT, part.text)
+        if part.function_call: found.append(tool_call_block(part.function_call.name, part.function_call.args or {},
+                                                            part.function_call.id))
+        elif part.text: found += _text_blocks(BLOCK_THINKING if part.thought else BLOCK_TEXT, part.text)
     return found
 
 # %% ../nbs/15_providers.ipynb #098f071e

@@ -18,7 +18,8 @@ def pytest_addoption(parser):
     "Add `--modelrecord-dir DIR` to pytest's options."
     parser.getgroup("modelrecord", "model evaluation record").addoption(
         "--modelrecord-dir", metavar="DIR", default=None,
-        help=f"record model-evaluation shards into DIR, an absolute path (default: ${DIR_ENV}; neither: recording is off)")
+        help=f"record model-evaluation shards into DIR, an absolute path (default: ${DIR_ENV}; "
+             "neither: recording is off)")
 
 def pytest_configure(config):
     "Refuse a relative `--modelrecord-dir` before any test runs."

@@ -20,7 +20,8 @@ from typing import Literal, Optional, Union
 import msgspec
 
 from .record import (
-    AnyRecord, BLOCK_KINDS, Block, Call, Turn, go_decodable, mask_surrogates, unmask_surrogates, ENDINGS, LINE_TYPES, MAX_LINE_BYTES, OUTCOMES, OUTCOME_REFUSED_PREFIX,
+    AnyRecord, BLOCK_KINDS, Block, Call, Turn, go_decodable, mask_surrogates, unmask_surrogates, ENDINGS, LINE_TYPES,
+    MAX_LINE_BYTES, OUTCOMES, OUTCOME_REFUSED_PREFIX,
     RECORD_TYPES, Record, SCHEMA_VERSION, SHARD_PREFIX, SHARD_SUFFIX, TURN_STATUSES, decode_hook, line_problem)
 
 # %% ../nbs/01_reader.ipynb #1b628888
@@ -54,8 +55,10 @@ def shard_paths(path) -> list[str]:
         raise ShardError(path, None, None, "does not exist")
     found = []
     try: _walk(path, found)
-    except OSError as failure: raise ShardError(failure.filename or path, None, None, f"cannot be listed: {failure.strerror}") from None
-    if not found: raise ShardError(path, None, None, f"holds no shard ({SHARD_PREFIX}*{SHARD_SUFFIX}): did the run record anything?")
+    except OSError as failure: raise ShardError(failure.filename or path, None, None,
+                                                f"cannot be listed: {failure.strerror}") from None
+    if not found: raise ShardError(path, None, None,
+                                   f"holds no shard ({SHARD_PREFIX}*{SHARD_SUFFIX}): did the run record anything?")
     return found
 
 # %% ../nbs/01_reader.ipynb #5acc719e
@@ -69,23 +72,23 @@ class _Numeral(str):
     "A JSON number too large for a Python int or float, kept as its text; shown by its head and its length."
     def __repr__(self): return str(self) if len(self) <= 24 else f"{self[:12]}... ({len(self.lstrip('-'))} digits)"
 
-def _number(text: str):
+def _read_number(text: str):
     "A JSON number as Python reads it, or as a `_Numeral` when it is too long or too large to convert."
     if len(text) > 40: return _Numeral(text)
     number = float(text) if any(c in text for c in ".eE") else int(text)
     return number if number not in (float("inf"), float("-inf")) else _Numeral(text)
 
-def _parsed(line: bytes):
+def _reparsed(line: bytes):
     "`line` parsed again: by msgspec, else by Python's `json` (lone surrogates, long numbers); `...` when neither can."
     try: return msgspec.json.decode(line)
     except (msgspec.DecodeError, RecursionError): pass
-    try: return json.loads(line, parse_int=_number, parse_float=_number)
+    try: return json.loads(line, parse_int=_read_number, parse_float=_read_number)
     except (ValueError, RecursionError): return ...
 
 def _value_at(line: bytes, at: str) -> tuple:
     "`(value, field)`: the value at msgspec's path `at` (`.turn.blocks[0].kind`) of `line`, `...` when it is not there."
     field = at.lstrip(".")
-    value = _parsed(line)
+    value = _reparsed(line)
     if value is ...: return ..., field
     named = ""
     for step in _STEP.finditer(at):
@@ -122,10 +125,12 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
         if field is None and name in LINE_TYPES:
             line_type = _value_at(line, ".type")[0]
             if line_type in LINE_TYPES and _value_at(line, "." + line_type)[0] is ...:
-                return name, f"is a {name!r} payload on a {line_type!r} line, which carries its {line_type!r} payload and no other"
+                return name, (f"is a {name!r} payload on a {line_type!r} line, which carries its {line_type!r} "
+                              "payload and no other")
             return name, f"is a second payload: a {line_type!r} line carries exactly one payload, its {line_type!r}"
         name = _spelled(name)
-        return (f"{field}.{name}" if field else name), "is not a field of this line: unknown fields are refused (written by another schema?)"
+        why = "is not a field of this line: unknown fields are refused (written by another schema?)"
+        return (f"{field}.{name}" if field else name), why
     if missing := re.fullmatch(r"Object missing required field `(.*)`", what):
         name = missing[1]
         if field: return f"{field}.{name}", f"is missing, but a {_STEP.split(field, 1)[0]} line must carry it"
@@ -136,9 +141,11 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
     field = field or None
     last = field.rsplit(".", 1)[-1] if field else ""
     if what in ("Number out of range", "Integer value out of range"):
-        return field, f"is out of range: the number {_shown(value)} does not fit in 64 bits, as every number of a record must"
+        return field, (f"is out of range: the number {_shown(value)} does not fit in 64 bits, "
+                       "as every number of a record must")
     if field == "schema":
-        return field, f"is {_shown(value)}, but this reader reads schema {SCHEMA_VERSION} only: a stale or newer artifact"
+        return field, (f"is {_shown(value)}, but this reader reads schema {SCHEMA_VERSION} only: "
+                       "a stale or newer artifact")
     if last in _VOCABULARIES and (what.startswith("Invalid") or "regex" in what):
         noun, allowed = _VOCABULARIES[last]
         return field, f"{_shown(value)} is not {noun} (one of: {', '.join(allowed)})"
@@ -172,9 +179,11 @@ _BOM = b"\xef\xbb\xbf"
 def _not_json(failure: msgspec.DecodeError, line: bytes) -> str:
     "Why `line`, which does not parse, is refused; a line that stops short is most likely torn."
     if line.startswith(_BOM):
-        return "starts with a UTF-8 byte-order mark (bytes EF BB BF), which a JSON line must not: save the file as UTF-8 without a BOM"
+        return ("starts with a UTF-8 byte-order mark (bytes EF BB BF), which a JSON line must not: "
+                "save the file as UTF-8 without a BOM")
     why = f"is not one JSON value: {failure}"
-    return why + " (the line stops short, as one torn by a process killed mid-write does)" if "truncated" in why else why
+    if "truncated" not in why: return why
+    return why + " (the line stops short, as one torn by a process killed mid-write does)"
 
 _TOO_DEEP = ("nests arrays or objects deeper than this reader can follow (Python's recursion limit, "
              "about a thousand levels; Go's reader follows ten thousand)")
@@ -187,7 +196,7 @@ def _raw_holders(record) -> list:
     return payload.blocks if isinstance(payload, Turn) else [payload]
 
 def _decode_line(line: bytes):
-    "Decode one line; one refused only for its lone surrogate escapes reads them as Go does (U+FFFD) but keeps them in raw fields."
+    "Decode one line; one refused for lone surrogate escapes alone reads them as Go does (U+FFFD), raw fields kept."
     try: return _decode(line)
     except msgspec.ValidationError: raise
     except msgspec.DecodeError:
@@ -202,11 +211,13 @@ def _decode_line(line: bytes):
 def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
     "Decode `lines` (numbered from `first`) one by one, keeping the good ones and refusing the rest."
     for number, line in enumerate(lines, first):
-        if len(line) >= MAX_LINE_BYTES: refuse(ShardError(path, number, None, _too_long(f"{len(line) + 1} bytes with its newline"))); continue
+        if len(line) >= MAX_LINE_BYTES:
+            refuse(ShardError(path, number, None, _too_long(f"{len(line) + 1} bytes with its newline"))); continue
         if not line.strip(): continue
         try: record = _decode_line(line)
         except msgspec.ValidationError as failure: refuse(ShardError(path, number, *explain(failure, line))); continue
-        except msgspec.DecodeError as failure: refuse(ShardError(path, number, None, _not_json(failure, line))); continue
+        except msgspec.DecodeError as failure:
+            refuse(ShardError(path, number, None, _not_json(failure, line))); continue
         except RecursionError: refuse(ShardError(path, number, None, _TOO_DEEP)); continue
         if problem := _problem(record): refuse(ShardError(path, number, *problem)); continue
         records.append(record)
@@ -222,7 +233,7 @@ def _read_lines(path: str, lines: list, first: int, records: list, refuse):
     records += decoded
 
 # %% ../nbs/01_reader.ipynb #9a2266e6
-_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
+_FILE_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -234,13 +245,13 @@ def _unreadable(path: str, failure: OSError) -> str:
     return f"cannot be read: {failure.strerror or failure}"
 
 def _open_shard(path: str):
-    "The regular file at `path` opened for reading, without blocking in `open`; a `ShardError` saying what it is otherwise."
+    "The regular file at `path` opened for reading without blocking in `open`; else a `ShardError` saying what it is."
     try: fd = os.open(path, _OPEN_FLAGS)
     except OSError as failure: raise ShardError(path, None, None, _unreadable(path, failure)) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a file")
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
         raise ShardError(path, None, None, f"is {kind}, not a regular file: a shard is a file a run appended lines to")
     return open(fd, "rb")
 
@@ -260,7 +271,8 @@ def _read_file(path: str, file, records: list, refuse):
                 _read_lines(path, lines, number, records, refuse)
                 number += len(lines)
             if len(pending) >= MAX_LINE_BYTES:
-                refuse(ShardError(path, number, None, _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
+                refuse(ShardError(path, number, None,
+                                  _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
                 pending, skipping = b"", True
         if pending: _read_lines(path, [pending], number, records, refuse)
 
@@ -307,14 +319,15 @@ def _refuser(errors: Errors, collected: list):
     raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
 
 def read_shard(path, errors: Errors = "raise", collected: Optional[list] = None, root=None) -> Optional[Shard]:
-    "Read the shard file at `path` (of the tree `root`); with `errors='collect'`, refusals go to `collected` instead of raising."
+    "Read the shard at `path` (of the tree `root`); with `errors='collect'` refusals go to `collected`, not raised."
     path, records = os.fspath(path), []
     refuse = _refuser(errors, [] if collected is None else collected)
     try: file = _open_shard(path)
     except ShardError as refusal: return refuse(refusal)
     with paused_gc():
         try: _read_file(path, file, records, refuse)
-        except OSError as failure: return refuse(ShardError(path, None, None, f"cannot be read: {failure.strerror or failure}"))
+        except OSError as failure: return refuse(ShardError(path, None, None,
+                                                            f"cannot be read: {failure.strerror or failure}"))
     return Shard(path, records, "" if root is None else os.fspath(root))
 
 # %% ../nbs/01_reader.ipynb #bf7ec379

@@ -14,7 +14,7 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'Price', 'Provider', 'Run', 'Session', 'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable',
            'compact_json', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
            'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text',
-           'refused_outcome', 'EncodeError', 'go_float', 'go_time', 'encode']
+           'refused_outcome', 'EncodeError', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -63,13 +63,30 @@ COST_COMPONENTS = ("input", "output", "cache_write", "cache_read")
 TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
 
-# %% ../nbs/00_record.ipynb #fb1c486c
-_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)
+# %% ../nbs/00_record.ipynb #e45e525d
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"  # date, time, fraction
+                      r"(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)  # and the zone: Z or an offset
 
+def _order(moment) -> tuple:
+    "`(datetime, nanoseconds)`: what two times are compared by."
+    if isinstance(moment, GoTime): return moment.to_datetime(), moment.nanosecond
+    return moment, 0
+
+def _compared(compare):
+    "The method comparing a `GoTime` with any `datetime` by `_order`, with the operator `compare`."
+    def method(self, other):
+        return compare(_order(self), _order(other)) if isinstance(other, dt.datetime) else NotImplemented
+    method.__name__ = f"__{compare.__name__}__"
+    return method
+
+def _rebuild(moment, nanosecond): return GoTime.of(moment, nanosecond)  # how a pickled `GoTime` is made again
+
+# %% ../nbs/00_record.ipynb #fb1c486c
 class GoTime(dt.datetime):
     "A `datetime` that keeps the nanoseconds below its microsecond, as Go's `time.Time` does."
     _nanosecond = 0
-    def __new__(cls, *args, nanosecond: int = 0, **kwargs):  # `datetime`'s arguments, and the nanoseconds below the microsecond
+    # `datetime`'s arguments, and the nanoseconds below the microsecond
+    def __new__(cls, *args, nanosecond: int = 0, **kwargs):
         if not 0 <= nanosecond <= 999: raise ValueError(f"nanosecond must be in 0..999, got {nanosecond}")
         moment = super().__new__(cls, *args, **kwargs)
         moment._nanosecond = nanosecond
@@ -85,73 +102,57 @@ class GoTime(dt.datetime):
         return cls(moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
                    moment.microsecond, moment.tzinfo, fold=moment.fold, nanosecond=nanosecond)
 
+    @classmethod
+    def parse(cls, text: str) -> "GoTime":
+        "The time the RFC 3339 `text` spells, to the nanosecond (digits past the ninth are cut, as Go cuts them)."
+        found = _RFC3339.fullmatch(text)
+        if found is None:
+            raise ValueError(f"{text!r} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)")
+        year, month, day, hour, minute, second, digits, utc, sign, zone_hours, zone_minutes = found.groups()
+        nanos = int((digits or "")[:9].ljust(9, "0"))
+        offset = dt.timedelta(hours=int(zone_hours or 0), minutes=int(zone_minutes or 0)) * (-1 if sign == "-" else 1)
+        zone = dt.timezone.utc if utc or not offset else dt.timezone(offset)
+        return cls(int(year), int(month), int(day), int(hour), int(minute), int(second), nanos // 1000, zone,
+                   nanosecond=nanos % 1000)
+
     def to_datetime(self) -> dt.datetime:
         "This time as a plain `datetime` (microseconds: the nanoseconds dropped)."
         return dt.datetime(self.year, self.month, self.day, self.hour, self.minute, self.second,
                            self.microsecond, self.tzinfo, fold=self.fold)
 
-# %% ../nbs/00_record.ipynb #e45e525d
-def _order(moment) -> tuple:
-    "`(datetime, nanoseconds)`: what two times are compared by."
-    if isinstance(moment, GoTime): return moment.to_datetime(), moment.nanosecond
-    return moment, 0
+    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = map(
+        _compared, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
+    def __hash__(self): return hash(self.to_datetime()) if not self.nanosecond else hash(_order(self))
+    def __reduce_ex__(self, protocol): return _rebuild, (self.to_datetime(), self.nanosecond)
 
-def _compared(compare):
-    "The method comparing a `GoTime` with any `datetime` by `_order`, with the operator `compare`."
-    def method(self, other):
-        return compare(_order(self), _order(other)) if isinstance(other, dt.datetime) else NotImplemented
-    method.__name__ = f"__{compare.__name__}__"
-    return method
+    def replace(self, *args, nanosecond: Optional[int] = None, **changes) -> "GoTime":
+        "This time with the `datetime` fields `changes` (and `nanosecond`) replaced."
+        moved = dt.datetime.replace(self, *args, **changes)
+        return GoTime.of(moved, self.nanosecond if nanosecond is None else nanosecond)
 
-GoTime.__eq__, GoTime.__ne__, GoTime.__lt__, GoTime.__le__, GoTime.__gt__, GoTime.__ge__ = map(
-    _compared, (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge))
+    def astimezone(self, tz=None) -> "GoTime":
+        "This time in the zone `tz` (default: the local one), its nanoseconds kept."
+        return GoTime.of(dt.datetime.astimezone(self, tz), self.nanosecond)
 
-def _hash(self): return hash(self.to_datetime()) if not self.nanosecond else hash(_order(self))
-def _reduce(self, protocol): return _rebuild, (self.to_datetime(), self.nanosecond)
-def _rebuild(moment, nanosecond): return GoTime.of(moment, nanosecond)
-GoTime.__hash__, GoTime.__reduce_ex__ = _hash, _reduce
+    def __add__(self, other):
+        moved = dt.datetime.__add__(self, other)
+        return moved if moved is NotImplemented else GoTime.of(moved, self.nanosecond)
+    __radd__ = __add__
 
-# %% ../nbs/00_record.ipynb #8b5e126f
-def _replace(self, *args, nanosecond: Optional[int] = None, **changes):
-    "This time with the `datetime` fields `changes` (and `nanosecond`) replaced."
-    return GoTime.of(dt.datetime.replace(self, *args, **changes), self.nanosecond if nanosecond is None else nanosecond)
+    def __sub__(self, other):
+        moved = dt.datetime.__sub__(self, other)
+        return GoTime.of(moved, self.nanosecond) if isinstance(moved, dt.datetime) else moved
 
-def _astimezone(self, tz=None): return GoTime.of(dt.datetime.astimezone(self, tz), self.nanosecond)
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+        "ISO 8601 text, with the nanoseconds when there are any and `timespec` is `auto`."
+        if not self.nanosecond or timespec != "auto": return dt.datetime.isoformat(self, sep, timespec)
+        text = dt.datetime.isoformat(self, sep, "microseconds")
+        return f"{text[:26]}{self.nanosecond:03d}{text[26:]}"
 
-def _add(self, other):
-    moved = dt.datetime.__add__(self, other)
-    return moved if moved is NotImplemented else GoTime.of(moved, self.nanosecond)
-
-def _subtract(self, other):
-    moved = dt.datetime.__sub__(self, other)
-    return GoTime.of(moved, self.nanosecond) if isinstance(moved, dt.datetime) else moved
-
-GoTime.replace, GoTime.astimezone, GoTime.__add__, GoTime.__radd__, GoTime.__sub__ = _replace, _astimezone, _add, _add, _subtract
-
-# %% ../nbs/00_record.ipynb #f1e7ce31
-def _parse(cls, text: str) -> "GoTime":
-    "The time the RFC 3339 `text` spells, to the nanosecond (digits past the ninth are cut, as Go cuts them)."
-    found = _RFC3339.fullmatch(text)
-    if found is None: raise ValueError(f"{text!r} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)")
-    year, month, day, hour, minute, second, digits, utc, sign, zone_hours, zone_minutes = found.groups()
-    nanos = int((digits or "")[:9].ljust(9, "0"))
-    offset = dt.timedelta(hours=int(zone_hours or 0), minutes=int(zone_minutes or 0)) * (-1 if sign == "-" else 1)
-    zone = dt.timezone.utc if utc or not offset else dt.timezone(offset)
-    return cls(int(year), int(month), int(day), int(hour), int(minute), int(second), nanos // 1000, zone,
-               nanosecond=nanos % 1000)
-
-def _isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
-    "ISO 8601 text, with the nanoseconds when there are any and `timespec` is `auto`."
-    if not self.nanosecond or timespec != "auto": return dt.datetime.isoformat(self, sep, timespec)
-    text = dt.datetime.isoformat(self, sep, "microseconds")
-    return f"{text[:26]}{self.nanosecond:03d}{text[26:]}"
-
-def _repr(self) -> str:
-    text = dt.datetime.__repr__(self)
-    return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
-
-GoTime.parse, GoTime.isoformat, GoTime.__repr__ = classmethod(_parse), _isoformat, _repr
-GoTime.__str__ = lambda self: self.isoformat(" ")
+    def __repr__(self) -> str:
+        text = dt.datetime.__repr__(self)
+        return text if not self.nanosecond else f"{text[:-1]}, nanosecond={self.nanosecond})"
+    def __str__(self) -> str: return self.isoformat(" ")
 
 # %% ../nbs/00_record.ipynb #a4522959
 _JSON_NAMES = {int: "int", float: "float", bool: "bool", type(None): "null", list: "array", dict: "object"}
@@ -159,7 +160,8 @@ _JSON_NAMES = {int: "int", float: "float", bool: "bool", type(None): "null", lis
 def decode_hook(kind: type, value):
     "The JSON decoder's `dec_hook` for the record types: an RFC 3339 string into a `GoTime`."
     if kind is not GoTime: raise TypeError(f"a {kind.__name__} is not a value of a shard line")
-    if not isinstance(value, str): raise TypeError(f"Expected `datetime`, got `{_JSON_NAMES.get(type(value), 'value')}`")
+    if not isinstance(value, str):
+        raise TypeError(f"Expected `datetime`, got `{_JSON_NAMES.get(type(value), 'value')}`")
     try: return GoTime.parse(value)
     except ValueError: raise ValueError("Invalid RFC3339 encoded datetime") from None
 
@@ -279,7 +281,8 @@ def mask_surrogates(data: bytes) -> tuple[bytes, dict[bytes, bytes]]:
         escape = data[begin:end]
         if escape not in stand_ins:
             stand_ins[escape] = next(free, None)
-            if stand_ins[escape] is None: raise ValueError("spells more kinds of lone surrogate than there are stand-ins")
+            if stand_ins[escape] is None:
+                raise ValueError("spells more kinds of lone surrogate than there are stand-ins")
         pieces += [data[start:begin], stand_ins[escape]]
         start = end
     pieces.append(data[start:])
@@ -296,7 +299,7 @@ def go_decodable(data: bytes) -> bytes:
     return unmask_surrogates(masked, dict.fromkeys(originals, b"\\ufffd")) if originals else data
 
 def compact_json(raw: msgspec.Raw | bytes) -> bytes:
-    "The raw JSON text `raw` compacted, as Go writes it, lone surrogate escapes kept; `msgspec.DecodeError` if it is not JSON."
+    "The raw JSON text `raw` compacted as Go writes it, lone surrogate escapes kept; `msgspec.DecodeError` if not JSON."
     try: return msgspec.json.format(raw, indent=-1)
     except msgspec.DecodeError:
         masked, originals = mask_surrogates(bytes(raw))
@@ -383,13 +386,16 @@ class Record(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, kw_on
     @property
     def type(self) -> str: "The line type, one of `LINE_TYPES`."; return self.__struct_config__.tag
     @property
-    def payload(self): "The one payload: a `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`."; return getattr(self, self.type)
+    def payload(self):
+        "The one payload: a `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`."
+        return getattr(self, self.type)
     @staticmethod
     def of(line) -> "Record":
         "The record holding `line`, which is a `Record` already or one of the six payloads."
         if isinstance(line, Record): return line
         try: record_type = RECORD_TYPES[type(line)]
-        except KeyError: raise TypeError(f"a shard line is one of {', '.join(LINE_TYPES)}, not {type(line).__name__}") from None
+        except KeyError:
+            raise TypeError(f"a shard line is one of {', '.join(LINE_TYPES)}, not {type(line).__name__}") from None
         return record_type(schema=SCHEMA_VERSION, **{record_type.__struct_config__.tag: line})
 
 class RunRecord(Record, tag="run", kw_only=True): run: Run
@@ -410,9 +416,11 @@ def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
 def _required_texts(payload_type, line_type: str) -> tuple:
     "`(attribute, field)` for each `NonBlank` field of a payload type, the field in its JSON spelling."
-    return tuple((f.name, f"{line_type}.{f.encode_name}") for f in msgspec.structs.fields(payload_type) if f.type == NonBlank)
+    return tuple((f.name, f"{line_type}.{f.encode_name}") for f in msgspec.structs.fields(payload_type)
+                 if f.type == NonBlank)
 
-_REQUIRED_TEXTS = {payload: _required_texts(payload, record.__struct_config__.tag) for payload, record in RECORD_TYPES.items()}
+_REQUIRED_TEXTS = {payload: _required_texts(payload, record.__struct_config__.tag)
+                   for payload, record in RECORD_TYPES.items()}
 
 def line_problem(line) -> Optional[tuple[str, str]]:
     "The first rule the types do not say that `line` (one of the six payloads) breaks, as `(field, why)`, or None."
@@ -421,7 +429,8 @@ def line_problem(line) -> Optional[tuple[str, str]]:
         if (text.isspace() or not text) and _blank(text): return field, f"must not be blank, got {text!r}"
     if isinstance(line, Attempt):
         if _blank(line.session) and line.ended_by not in (ENDED_SKIPPED, ENDED_HARNESS_ERROR):
-            return "attempt.session", f"is blank, but an attempt that ended '{line.ended_by}' ran in a session and must name it"
+            return "attempt.session", (f"is blank, but an attempt that ended '{line.ended_by}' ran in a session "
+                                       "and must name it")
         if line.ended_by == ENDED_SKIPPED and _blank(line.reason):
             return "attempt.reason", "is blank, but a skipped attempt must say which need was not met"
         if line.ended_by == ENDED_COMPLETED and line.reason and not _blank(line.reason):
@@ -487,7 +496,7 @@ class EncodeError(ValueError):
         super().__init__(f"{field}: {why}")
         self.field, self.why = field, why
 
-def go_float(number: float) -> bytes:
+def _go_float(number: float) -> bytes:
     "The JSON number Go's encoding/json writes for a float64."
     if not math.isfinite(number): raise ValueError(f"{number} is not a number JSON can hold")
     text, magnitude = repr(float(number)), abs(number)
@@ -496,7 +505,7 @@ def go_float(number: float) -> bytes:
     if "e" in text: text = format(Decimal(text), "f")
     return text.removesuffix(".0").encode()
 
-def go_time(moment: dt.datetime) -> bytes:
+def _go_time(moment: dt.datetime) -> bytes:
     "The RFC 3339 text (nanosecond layout, trailing zeros dropped) Go writes for a time, in quotes."
     offset = moment.utcoffset()
     if offset is None: raise ValueError("a time without a zone cannot be written; give it tzinfo=datetime.timezone.utc")
@@ -520,12 +529,13 @@ def _go_value(value):
     "`value` as an object msgspec writes the way Go's encoding/json would."
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None: return value
-    if kind is float: return msgspec.Raw(go_float(value))
+    if kind is float: return msgspec.Raw(_go_float(value))
     if kind is msgspec.Raw or kind is bytes:
         try: return msgspec.Raw(compact_json(value))
-        except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a string field such as Block.raw") from None
+        except msgspec.DecodeError as bad: raise ValueError(f"is not valid JSON ({bad}); keep unparseable text in a "
+                                                            "string field such as Block.raw") from None
         except RecursionError: raise ValueError("nests arrays or objects deeper than this writer can follow") from None
-    if kind is GoTime or kind is dt.datetime: return msgspec.Raw(go_time(value))
+    if kind is GoTime or kind is dt.datetime: return msgspec.Raw(_go_time(value))
     if kind is list: return [_go_item(i, item) for i, item in enumerate(value)]
     if kind is dict: return {key: _go_item(key, value[key]) for key in sorted(value)}
     plan = _PLANS.get(kind)

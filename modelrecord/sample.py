@@ -61,7 +61,8 @@ MODELS = (
           _endings(80, 5, 1, 6, 4, 3), thinks=0.85, words=70, latency=(1400.0, 22.0), caching="explicit",
           call_ids="toolu_01", slips=0.08),
     Model(Provider(spec="openai:gpt-5", name="openai", model="gpt-5",
-                   options={"max_output_tokens": "16000", "reasoning_effort": "medium"}, price=_price(1.25, 10.0, 0.0, 0.125)),
+                   options={"max_output_tokens": "16000", "reasoning_effort": "medium"},
+                   price=_price(1.25, 10.0, 0.0, 0.125)),
           _endings(74, 7, 3, 7, 5, 3), thinks=0.0, words=50, latency=(2600.0, 14.0), caching="automatic",
           call_ids="call_", slips=0.1),
     Model(Provider(spec="google:gemini-2.5-flash;temperature=0", name="google", model="gemini-2.5-flash",
@@ -116,7 +117,8 @@ ACTIONS = {  # action: (description, mutates, what can grow large: "result", "te
     "protected_branch.create": ("Protect a branch", True, ""),
 }
 DESTRUCTIVE = ("push_rule.update",)  # mutations the server asks a model to confirm: a push rule can lock everyone out
-OLD_SPELLINGS = {"issue_note.create": "issue.create_note"}  # renamed actions whose old name the dynamic surface still takes
+# renamed actions whose old name the dynamic surface still takes
+OLD_SPELLINGS = {"issue_note.create": "issue.create_note"}
 
 # %% ../nbs/03_sample.ipynb #53b279af
 _P = {"project_id": "{project}"}
@@ -124,29 +126,35 @@ CASE_TEMPLATES = (
     dict(stimulus="What is the default branch of `{project}`?", query="get a project by path",
          steps=(("project.get", _P),), answer="The default branch of `{project}` is `{branch}`."),
     dict(stimulus="Find project `{project}` and give me its ID and default branch.", query="get a project by path",
-         steps=(("project.get", _P),), answer="Project `{project}` has ID {project_id}; its default branch is `{branch}`."),
+         steps=(("project.get", _P),),
+         answer="Project `{project}` has ID {project_id}; its default branch is `{branch}`."),
     dict(stimulus="List the open merge requests of `{project}` and tell me which one has waited longest.",
          query="list merge requests", steps=(("merge_request.list", {**_P, "state": "opened"}),),
          answer="The oldest open merge request is !{mr_iid}, \u201c{title}\u201d, opened by @{author}."),
     dict(stimulus='Open a merge request in `{project}` from `{source}` into `{branch}` titled "{title}".',
          query="create a merge request", checks=("merge request exists",),
-         steps=(("merge_request.create", {**_P, "source_branch": "{source}", "target_branch": "{branch}", "title": "{title}"}),),
+         steps=(("merge_request.create",
+                 {**_P, "source_branch": "{source}", "target_branch": "{branch}", "title": "{title}"}),),
          answer="Opened !{mr_iid} from `{source}` into `{branch}`: {title}."),
     dict(stimulus="Make `{project}` reject commits that are not signed.", query="update push rules", needs="premium",
-         steps=(("push_rule.update", {**_P, "reject_unsigned_commits": True}),), checks=("push rule rejects unsigned commits",),
+         steps=(("push_rule.update", {**_P, "reject_unsigned_commits": True}),),
+         checks=("push rule rejects unsigned commits",),
          answer="`{project}` now rejects unsigned commits."),
-    dict(stimulus="Why did the last pipeline on `{branch}` of `{project}` fail? Show me the failing part of the job log.",
+    dict(stimulus=("Why did the last pipeline on `{branch}` of `{project}` fail? "
+                   "Show me the failing part of the job log."),
          query="read a job log", steps=(("pipeline.list", {**_P, "ref": "{branch}", "status": "failed"}),
                                         ("job.trace", {**_P, "job_id": "{job_id}"})),
          answer="Job {job_id} (`{job}`) failed: `TestSession_Refresh` expected 200 and got 401."),
     dict(stimulus='Add the comment "{comment}" to issue #{issue_iid} of `{project}`.', query="comment on an issue",
-         steps=(("issue_note.create", {**_P, "issue_iid": "{issue_iid}", "body": "{comment}"}),), checks=("comment posted",),
+         steps=(("issue_note.create", {**_P, "issue_iid": "{issue_iid}", "body": "{comment}"}),),
+         checks=("comment posted",),
          answer="Commented on #{issue_iid}."),
     dict(stimulus="Summarise the changes of merge request !{mr_iid} in `{project}`.", query="merge request changes",
          steps=(("merge_request.diff", {**_P, "merge_request_iid": "{mr_iid}"}),),
          answer="!{mr_iid} touches `{file}`: it {change}."),
     dict(stimulus='Create an issue in `{project}` titled "{title}" with the label `{label}`.', query="create an issue",
-         steps=(("issue.create", {**_P, "title": "{title}", "labels": "{label}"}),), checks=("issue exists", "issue is labelled"),
+         steps=(("issue.create", {**_P, "title": "{title}", "labels": "{label}"}),),
+         checks=("issue exists", "issue is labelled"),
          answer="Created #{issue_iid}, \u201c{title}\u201d, labelled `{label}`."),
     dict(stimulus='Create an epic "{epic}" in the group `{group}`.', query="create an epic", needs="ultimate",
          steps=(("epic.create", {"group_id": "{group}", "title": "{epic}"}),), checks=("epic exists",),
@@ -167,7 +175,8 @@ _PROJECTS = ("eval-group/eval-project", "platform/api-gateway", "web/storefront"
 _AUTHORS = (("jose.martinez", "José Martínez"), ("zoe.chen", "Zoë Chen"), ("ana.ruiz", "Ana Ruiz"),
            ("dvolkov", "Dmitri Volkov"), ("priya.n", "Priya Natarajan"), ("lfischer", "Lena Fischer"),
            ("kmensah", "Kwame Mensah"), ("ytanaka", "Yuki Tanaka"))
-_TITLES = ("Fix login redirect after SSO", "Bump golang.org/x/net to v0.38.0", "Escape <details> & <summary> in release notes",
+_TITLES = ("Fix login redirect after SSO", "Bump golang.org/x/net to v0.38.0",
+           "Escape <details> & <summary> in release notes",
           "Add retry to webhook delivery", "Refactor pipeline cache keys", "Document the merge train flow",
           "Handle 429 from the container registry", "Ünicode file names in archives", "Drop the legacy /v3 endpoints")
 _FILES = ("internal/auth/session.go", "cmd/server/main.go", "README.md", ".gitlab-ci.yml",
@@ -182,7 +191,8 @@ def _facts(rng: random.Random) -> dict:
         source=rng.choice(("feature/login-redirect", "fix/webhook-retry", "chore/bump-deps", "docs/merge-trains")),
         title=rng.choice(_TITLES), author=rng.choice(_AUTHORS)[0], mr_iid=str(rng.randint(3, 240)),
         issue_iid=str(rng.randint(1, 900)), epic_iid=str(rng.randint(1, 60)), job_id=str(rng.randint(10**6, 10**7)),
-        job=rng.choice(("test:unit", "test:integration", "lint", "build:image")), label=rng.choice(("bug", "security", "ux")),
+        job=rng.choice(("test:unit", "test:integration", "lint", "build:image")),
+        label=rng.choice(("bug", "security", "ux")),
         comment=rng.choice(("Reproduced on 18.4, see the attached trace.", "Closing in favour of the newer issue.",
                             "Can we get this into the next patch release?")),
         epic=rng.choice(("Self-managed GA", "Q4 reliability work", "Search relevance")), file=rng.choice(_FILES),
@@ -215,36 +225,42 @@ def case(seed: int, n: int) -> Case:
     facts = _facts(random.Random(f"modelrecord.sample:case:{seed}:{n}"))
     used = dict.fromkeys(_HOLE.findall(template["stimulus"] + repr(template["steps"]) + template["answer"]))
     return Case(id=f"MT-{n:03d}", stimulus=template["stimulus"].format(**facts), facts={k: facts[k] for k in used},
-                steps=tuple((action, {k: _fill(v, facts) for k, v in params.items()}) for action, params in template["steps"]),
+                steps=tuple((action, {k: _fill(v, facts) for k, v in params.items()})
+                            for action, params in template["steps"]),
                 query=template["query"], answer=template["answer"].format(**facts),
                 needs=template.get("needs", ""), checks=template.get("checks", ()))
 
 # %% ../nbs/03_sample.ipynb #19085fd5
 HUGE = 0.04  # default chance that an answer which can grow large is over the 64 KiB caps
 
-def _when(rng: random.Random) -> str:
+def _past_time(rng: random.Random) -> str:
     "A creation time in the month before the simulated run."
-    return f"2026-08-{rng.randint(1, 31):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
+    day, hour, minute, second = rng.randint(1, 31), rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59)
+    return f"2026-08-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}Z"
 
-def _merge_request(rng: random.Random, project: str, iid: int, title: str = "", source: str = "", target: str = "main") -> dict:
+def _merge_request(rng: random.Random, project: str, iid: int, title: str = "", source: str = "",
+                   target: str = "main") -> dict:
     username, name = rng.choice(_AUTHORS)
     return {"iid": iid, "title": title or rng.choice(_TITLES), "author": {"username": username, "name": name},
             "source_branch": source or f"feature/{rng.choice(('auth', 'ci', 'ux', 'deps'))}-{rng.randint(1, 999)}",
-            "target_branch": target, "state": "opened", "created_at": _when(rng),
+            "target_branch": target, "state": "opened", "created_at": _past_time(rng),
             "web_url": f"https://gitlab.example.com/{project}/-/merge_requests/{iid}",
             "labels": rng.sample(("bug", "security", "ux", "backend", "frontend"), rng.randint(0, 2)),
             "user_notes_count": rng.randint(0, 30)}
 
 def _pipeline(rng: random.Random, project: str, ref: str, status: str = "") -> dict:
     number = rng.randint(10**5, 10**6)
-    return {"id": number, "iid": number % 5000, "status": status or rng.choice(("success", "failed", "running", "canceled")),
-            "ref": ref, "sha": f"{rng.getrandbits(160):040x}", "source": rng.choice(("push", "merge_request_event", "schedule")),
-            "created_at": _when(rng), "web_url": f"https://gitlab.example.com/{project}/-/pipelines/{number}"}
+    return {"id": number, "iid": number % 5000,
+            "status": status or rng.choice(("success", "failed", "running", "canceled")),
+            "ref": ref, "sha": f"{rng.getrandbits(160):040x}",
+            "source": rng.choice(("push", "merge_request_event", "schedule")),
+            "created_at": _past_time(rng), "web_url": f"https://gitlab.example.com/{project}/-/pipelines/{number}"}
 
 # %% ../nbs/03_sample.ipynb #5a84f087
 def _job_log(rng: random.Random, lines: int) -> str:
     "A Go test job's log of about `lines` lines, failing at the end."
-    out = [f"section_start:{1757900000 + rng.randint(0, 10**5)}:prepare_script\r\x1b[0K\x1b[36;1mPreparing environment\x1b[0;m",
+    out = [f"section_start:{1757900000 + rng.randint(0, 10**5)}:prepare_script\r\x1b[0K\x1b[36;1mPreparing "
+           "environment\x1b[0;m",
            "$ go test ./... -count=1 -race"]
     for i in range(lines):
         out.append(f"=== RUN   TestSession_Refresh/case_{i:04d}" if i % 3 else
@@ -272,33 +288,40 @@ def _file_text(rng: random.Random, path: str, lines: int) -> str:
     return "\n".join(shape.format(i=i) for i in range(lines))
 
 # %% ../nbs/03_sample.ipynb #44dc229e
-def _answer(rng: random.Random, action: str, params: dict, facts: dict, huge: bool) -> tuple[Optional[dict], str]:
+def _tool_answer(rng: random.Random, action: str, params: dict, facts: dict, huge: bool) -> tuple[Optional[dict], str]:
     "The structured result and the rendered text a successful call of `action` answers with."
     project, branch = facts.get("project", ""), facts.get("branch", "main")
     if action == "project.get":
         pid = int(facts.get("project_id", 42))
-        result = {"project": {"id": pid, "path_with_namespace": project, "default_branch": branch, "visibility": "private",
+        result = {"project": {"id": pid, "path_with_namespace": project, "default_branch": branch,
+                              "visibility": "private",
                               "web_url": f"https://gitlab.example.com/{project}", "star_count": rng.randint(0, 80)}}
         return result, f"## {project}\n\n- ID: {pid}\n- Default branch: {branch}"
     if action == "merge_request.list":
-        items = [_merge_request(rng, project, rng.randint(1, 999)) for _ in range(rng.randint(280, 500) if huge else rng.randint(0, 24))]
-        text = "\n".join(f"| !{m['iid']} | {m['title']} | @{m['author']['username']} | {m['created_at'][:10]} |" for m in items)
+        items = [_merge_request(rng, project, rng.randint(1, 999))
+                 for _ in range(rng.randint(280, 500) if huge else rng.randint(0, 24))]
+        text = "\n".join(f"| !{m['iid']} | {m['title']} | @{m['author']['username']} | {m['created_at'][:10]} |"
+                         for m in items)
         return {"merge_requests": items, "page": 1, "total": len(items)}, f"{len(items)} open merge requests\n\n{text}"
     if action == "pipeline.list":
-        items = [_pipeline(rng, project, branch, "failed" if i == 0 else "") for i in range(rng.randint(250, 400) if huge else rng.randint(1, 20))]
+        items = [_pipeline(rng, project, branch, "failed" if i == 0 else "")
+                 for i in range(rng.randint(250, 400) if huge else rng.randint(1, 20))]
         text = "\n".join(f"- #{p['id']} {p['status']} on {p['ref']} ({p['sha'][:8]})" for p in items)
-        failed = {"failed_job": {"id": int(facts["job_id"]), "name": facts.get("job", "test")}} if "job_id" in facts else {}
+        failed = {}
+        if "job_id" in facts: failed = {"failed_job": {"id": int(facts["job_id"]), "name": facts.get("job", "test")}}
         return {"pipelines": items, **failed}, text
     if action == "job.trace":
         log = _job_log(rng, rng.randint(2500, 6000) if huge else rng.randint(5, 120))
-        return {"job": {"id": params.get("job_id"), "name": facts.get("job", "test"), "status": "failed"}, "trace_bytes": len(log)}, log
+        return {"job": {"id": params.get("job_id"), "name": facts.get("job", "test"), "status": "failed"},
+                "trace_bytes": len(log)}, log
     if action == "merge_request.diff":
         path = facts.get("file", "main.go")
         diff = _diff(rng, path, rng.randint(250, 500) if huge else rng.randint(1, 12))
         return {"changes": [{"old_path": path, "new_path": path, "diff": diff}]}, diff
     if action == "repository_file.get":
         content = _file_text(rng, params["file_path"], rng.randint(1400, 3000) if huge else rng.randint(3, 200))
-        return {"file": {"file_path": params["file_path"], "ref": params.get("ref", branch), "size": len(content.encode()),
+        return {"file": {"file_path": params["file_path"], "ref": params.get("ref", branch),
+                         "size": len(content.encode()),
                          "encoding": "text", "blob_id": f"{rng.getrandbits(160):040x}"}}, content
     return _created(rng, action, params, facts)
 
@@ -307,7 +330,8 @@ def _created(rng: random.Random, action: str, params: dict, facts: dict) -> tupl
     "The result and text of a successful mutation."
     project = facts.get("project", "")
     if action == "merge_request.create":
-        mr = _merge_request(rng, project, int(facts["mr_iid"]), params["title"], params["source_branch"], params["target_branch"])
+        mr = _merge_request(rng, project, int(facts["mr_iid"]), params["title"], params["source_branch"],
+                            params["target_branch"])
         return {"merge_request": mr}, f"Created merge request !{mr['iid']}: {mr['title']}\n{mr['web_url']}"
     if action == "issue.create":
         iid = int(facts["issue_iid"])
@@ -315,9 +339,11 @@ def _created(rng: random.Random, action: str, params: dict, facts: dict) -> tupl
                 f"Created issue #{iid}: {params['title']}")
     if action == "issue_note.create":
         note = rng.randint(10**5, 10**6)
-        return {"note": {"id": note, "body": params["body"], "noteable_iid": params["issue_iid"]}}, f"Added note {note} to #{params['issue_iid']}"
+        result = {"note": {"id": note, "body": params["body"], "noteable_iid": params["issue_iid"]}}
+        return result, f"Added note {note} to #{params['issue_iid']}"
     if action == "epic.create":
-        return {"epic": {"iid": int(facts["epic_iid"]), "title": params["title"], "group": params["group_id"]}}, f"Created epic &{facts['epic_iid']}"
+        result = {"epic": {"iid": int(facts["epic_iid"]), "title": params["title"], "group": params["group_id"]}}
+        return result, f"Created epic &{facts['epic_iid']}"
     if action == "push_rule.update":
         return {"push_rule": {"reject_unsigned_commits": True, "commit_committer_check": False}}, "Push rule updated"
     if action == "protected_branch.create":
@@ -345,7 +371,8 @@ def _moves(case: Case, surface: str) -> list[Move]:
     moves = [Move("gitlab_find_action", {"query": case.query}, "")] if surface == "dynamic" else []
     for action, params in case.steps:
         tool, wrapper = _tool(surface, action)
-        if action in DESTRUCTIVE and surface == "meta": params = {**params, "confirm": True}  # only the meta tools document the flag
+        # only the meta tools document the flag
+        if action in DESTRUCTIVE and surface == "meta": params = {**params, "confirm": True}
         moves.append(Move(tool, {**wrapper, "params": params} if wrapper else params, action))
     return moves
 
@@ -355,9 +382,11 @@ def _slip(rng: random.Random, move: Move, surface: str) -> Move:
         wrong = msgspec.json.decode(msgspec.json.encode(move.arguments).replace(b"/", b"/the-", 1))
         return move._replace(arguments=wrong, slip="not_found")
     if surface == "dynamic":
-        return move._replace(arguments={**move.arguments, "action": move.action.replace(".", "s.", 1)}, action="", slip="unknown_action")
+        return move._replace(arguments={**move.arguments, "action": move.action.replace(".", "s.", 1)}, action="",
+                             slip="unknown_action")
     domain, verb = move.action.split(".")
-    return move._replace(tool=f"gitlab_{domain}s" if surface == "meta" else f"gitlab_{domain}s_{verb}", slip="unknown_tool")
+    return move._replace(tool=f"gitlab_{domain}s" if surface == "meta" else f"gitlab_{domain}s_{verb}",
+                         slip="unknown_tool")
 
 # %% ../nbs/03_sample.ipynb #660572f9
 class _Talk:
@@ -382,11 +411,15 @@ class _Talk:
         return Usage(input=prompt, output=output)
 
 # %% ../nbs/03_sample.ipynb #770c6e63
-_RATE = {"anthropic": "429 rate_limit_error: This request would exceed the rate limit of 40,000 input tokens per minute",
+_RATE = {"anthropic": ("429 rate_limit_error: This request would exceed the rate limit of 40,000 input tokens "
+                       "per minute"),
          "openai": "429 Too Many Requests: Rate limit reached for gpt-5 on tokens per min (TPM)",
-         "google": "429 RESOURCE_EXHAUSTED: Quota exceeded for generate_content_requests_per_minute", "fake": "429 fake rate limit"}
-_SERVER = {"anthropic": "529 overloaded_error: Overloaded", "openai": "500 server_error: The server had an error while processing your request",
-           "google": "503 UNAVAILABLE: The model is overloaded. Please try again later.", "fake": "500 fake server error"}
+         "google": "429 RESOURCE_EXHAUSTED: Quota exceeded for generate_content_requests_per_minute",
+         "fake": "429 fake rate limit"}
+_SERVER = {"anthropic": "529 overloaded_error: Overloaded",
+           "openai": "500 server_error: The server had an error while processing your request",
+           "google": "503 UNAVAILABLE: The model is overloaded. Please try again later.",
+           "fake": "500 fake server error"}
 
 def _skewed(rng: random.Random) -> float:
     "A factor around 1 with a long right tail, in plain arithmetic (no libm call whose last bit may vary by platform)."
@@ -397,8 +430,11 @@ def _failed_tries(talk: _Talk, digest: str, tries: int) -> list[Turn]:
     "`tries` failed tries of the request at the next index, rate limited or not served."
     status = talk.rng.choice((TURN_RATE_LIMITED, TURN_SERVER_ERROR))
     detail = (_RATE if status == TURN_RATE_LIMITED else _SERVER)[talk.model.provider.name]
-    return [Turn(attempt=talk.attempt_id, index=talk.index + 1, try_=t, request_digest=digest, usage=Usage(), status=status,
-                 detail=detail, latency_ms=round(talk.rng.uniform(80, 900) if status == TURN_RATE_LIMITED else talk.rng.uniform(2000, 30000), 1))
+    return [Turn(attempt=talk.attempt_id, index=talk.index + 1, try_=t, request_digest=digest, usage=Usage(),
+                 status=status,
+                 detail=detail,
+                 latency_ms=round(talk.rng.uniform(80, 900) if status == TURN_RATE_LIMITED
+                                  else talk.rng.uniform(2000, 30000), 1))
             for t in range(1, tries + 1)]
 
 def _turn(talk: _Talk, blocks: list, output: int) -> Turn:
@@ -418,9 +454,11 @@ def _turn(talk: _Talk, blocks: list, output: int) -> Turn:
 def _thought(move: Optional[Move], case: Case) -> str:
     "What a model reasons before `move` (None: before its answer)."
     if move is None: return "I have what I need; I will answer with the facts the calls returned."
-    if not move.action: return f"I need an action that can {case.query}. I will search the catalog before calling anything."
+    if not move.action:
+        return f"I need an action that can {case.query}. I will search the catalog before calling anything."
     params = move.arguments.get("params", move.arguments)
-    return f"`{move.action}` ({ACTIONS[move.action][0].lower()}) fits. It takes {', '.join(params)}; I have all of them from the request."
+    what = ACTIONS[move.action][0].lower()
+    return f"`{move.action}` ({what}) fits. It takes {', '.join(params)}; I have all of them from the request."
 
 def _blocks(talk: _Talk, move: Optional[Move], case: Case, text: str = "") -> tuple[list, int]:
     "The blocks of a turn that makes `move` (or answers with `text`), and its output tokens."
@@ -447,56 +485,71 @@ def _call_id(talk: _Talk) -> str:
     return prefix + "".join(talk.rng.choices("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789", k=22))
 
 # %% ../nbs/03_sample.ipynb #31d9a8e5
-def _outcome(talk: _Talk, move: Move, mode: str, facts: dict, huge: float) -> dict:
+def _dispatch(talk: _Talk, move: Move, mode: str, facts: dict, huge: float) -> dict:
     "The server's side of a call: the fields of the call line that follow from what happened."
     rng, dispatched = talk.rng, dict(dispatched_action=move.action, dispatched_tool=move.tool, dispatch_observed=True)
     if move.slip == "unknown_tool":
         return dict(outcome=OUTCOME_PROTOCOL_ERROR, text=f'MCP error -32602: unknown tool "{move.tool}"')
     if move.slip == "unknown_action":
         return dict(dispatched_tool=move.tool, dispatch_observed=True, refusal_reason="unknown_action",
-                    outcome=refused_outcome("unknown_action"), text=f'no action "{move.arguments["action"]}" in the catalog; search with gitlab_find_action')
+                    outcome=refused_outcome("unknown_action"),
+                    text=f'no action "{move.arguments["action"]}" in the catalog; search with gitlab_find_action')
     if not move.action:
-        found = "\n".join(f"{a} \u2014 {d}" for a, (d, *_) in ACTIONS.items() if a.split(".")[0] in move.arguments["query"].replace(" ", "_") or rng.random() < 0.15)
-        return dict(dispatched_tool=move.tool, dispatch_observed=True, outcome=OUTCOME_OK, text=found or "no matching action")
+        found = "\n".join(f"{a} \u2014 {d}" for a, (d, *_) in ACTIONS.items()
+                          if a.split(".")[0] in move.arguments["query"].replace(" ", "_") or rng.random() < 0.15)
+        return dict(dispatched_tool=move.tool, dispatch_observed=True, outcome=OUTCOME_OK,
+                    text=found or "no matching action")
     mutates, large = ACTIONS[move.action][1:]
-    if mutates and mode == "read-only" and move.tool == "gitlab_execute_action":  # the read-only schema's action enum lacks it
-        return dict(dispatched_tool=move.tool, dispatch_observed=True, refusal_reason="invalid_params", outcome=refused_outcome("invalid_params"),
-                    text=f"invalid params: /properties/action: {move.arguments['action']!r} is not one of this read-only server's actions")
+    # the read-only schema's action enum lacks it
+    if mutates and mode == "read-only" and move.tool == "gitlab_execute_action":
+        return dict(dispatched_tool=move.tool, dispatch_observed=True, refusal_reason="invalid_params",
+                    outcome=refused_outcome("invalid_params"),
+                    text=f"invalid params: /properties/action: {move.arguments['action']!r} is not one of this "
+                         "read-only server's actions")
     if mutates and mode == "read-only":
-        return dict(dispatched_tool=move.tool, dispatch_observed=True, refusal_reason="read_only", outcome=refused_outcome("read_only"),
+        return dict(dispatched_tool=move.tool, dispatch_observed=True, refusal_reason="read_only",
+                    outcome=refused_outcome("read_only"),
                     text=f"{move.action} changes the instance, and this server is read-only: nothing was done")
     if move.slip == "not_found":
         return dict(dispatched, outcome=OUTCOME_TOOL_ERROR, requests=1, result=b'{"error":"404 Project Not Found"}',
                     text="GitLab answered 404 Not Found: 404 Project Not Found")
     params = move.arguments.get("params", move.arguments)
     if mutates and mode == "safe":
-        return dict(dispatched, outcome=OUTCOME_PREVIEW, result=msgspec.json.encode({"preview": {"action": move.action, "params": params}}),
+        return dict(dispatched, outcome=OUTCOME_PREVIEW,
+                    result=msgspec.json.encode({"preview": {"action": move.action, "params": params}}),
                     text=f"Safe mode: {move.action} would run with the parameters above. Nothing was changed.")
-    result, text = _answer(rng, move.action, params, facts, huge=bool(large) and rng.random() < huge)
+    result, text = _tool_answer(rng, move.action, params, facts, huge=bool(large) and rng.random() < huge)
     observed = dispatched if rng.random() > 0.02 else dict(dispatch_observed=False)
     requests = rng.randint(1, 4) if mutates else rng.randint(1, 3)
-    if move.action == "merge_request.create" and params["source_branch"] == "chore/bump-deps":  # GitLab's refusal, right arguments
-        return dict(observed, outcome=OUTCOME_TOOL_ERROR, requests=1, result=b'{"message":["Another open merge request already exists for this source branch"]}',
-                    text="GitLab answered 409 Conflict: Another open merge request already exists for this source branch (the dependency bot's)")
-    return dict(observed, outcome=OUTCOME_OK, requests=requests, result=None if result is None else msgspec.json.encode(result), text=text)
+    # GitLab's refusal, right arguments
+    if move.action == "merge_request.create" and params["source_branch"] == "chore/bump-deps":
+        return dict(observed, outcome=OUTCOME_TOOL_ERROR, requests=1,
+                    result=b'{"message":["Another open merge request already exists for this source branch"]}',
+                    text="GitLab answered 409 Conflict: Another open merge request already exists for this source "
+                         "branch (the dependency bot's)")
+    return dict(observed, outcome=OUTCOME_OK, requests=requests,
+                result=None if result is None else msgspec.json.encode(result), text=text)
 
 # %% ../nbs/03_sample.ipynb #fde4d67c
 def _requested(move: Move) -> str:
     "The action a server reads from `move`'s request: as spelled on the dynamic surface, none for an unknown tool."
     if move.slip == "unknown_tool": return ""
-    return move.arguments.get("action", move.action) if move.tool == "gitlab_execute_action" and move.action else move.action
+    if move.tool == "gitlab_execute_action" and move.action: return move.arguments.get("action", move.action)
+    return move.action
 
 def _call(talk: _Talk, move: Move, turn: Turn, mode: str, facts: dict, huge: float) -> Call:
     "Append the call line of `move`, made in `turn`, and return it."
-    rng, server = talk.rng, _outcome(talk, move, mode, facts, huge)
+    rng, server = talk.rng, _dispatch(talk, move, mode, facts, huge)
     raw, text = server.pop("result", None) or b"", server.pop("text", "")
     size = len(raw) + len(text)
     result, result_truncated = cap_result(raw) if raw else (msgspec.Raw(), False)
     text, text_truncated = cap_text(text)
     talk.calls += 1
     call = Call(attempt=talk.attempt_id, turn=turn.index, index=talk.calls, tool=move.tool,
-                arguments=turn.blocks[-1].arguments, requested_action=_requested(move), result=result, result_truncated=result_truncated,
-                text=text, text_truncated=text_truncated, duration_ms=round(rng.uniform(8, 60) + size / rng.uniform(200, 900), 1),
+                arguments=turn.blocks[-1].arguments, requested_action=_requested(move), result=result,
+                result_truncated=result_truncated,
+                text=text, text_truncated=text_truncated,
+                duration_ms=round(rng.uniform(8, 60) + size / rng.uniform(200, 900), 1),
                 trace_id=f"{rng.getrandbits(128):032x}", **server)
     talk.context += turn.usage.output + min(len(text), 65536) // 4 + 24
     talk.lines.append(call)
@@ -509,13 +562,15 @@ _DECLINE = ("This session is read-only, so I cannot do that: the server refuses 
 def _ending(rng: random.Random, model: Model, plan: SessionPlan, case: Case) -> str:
     "How an attempt of `model` at `case` in `plan` ends (skips are decided before)."
     mutates = any(ACTIONS[action][1] for action, _ in case.steps)
-    if mutates and plan.mode == "read-only" and model.provider.name != "fake" and rng.random() < 0.35: return ENDED_NO_TOOL_CALL
+    if mutates and plan.mode == "read-only" and model.provider.name != "fake" and rng.random() < 0.35:
+        return ENDED_NO_TOOL_CALL
     return rng.choices(tuple(model.endings), tuple(model.endings.values()))[0]
 
 def _malformed(rng: random.Random, move: Move) -> str:
     "Tool-call argument text that does not parse, the way models break it."
     text = msgspec.json.encode(move.arguments).decode()
-    broken = rng.choice((text[: max(8, len(text) * 2 // 3)], text.replace('"', "'"), text[:-1] + ",}", "```json\n" + text))
+    broken = rng.choice((text[: max(8, len(text) * 2 // 3)], text.replace('"', "'"), text[:-1] + ",}",
+                         "```json\n" + text))
     return broken
 
 # %% ../nbs/03_sample.ipynb #9c317f48
@@ -533,17 +588,18 @@ def _conversation(talk: _Talk, case: Case, plan: SessionPlan, ending: str, huge:
         turn = _turn(talk, *_blocks(talk, move, case))
         call = _call(talk, move, turn, plan.mode, case.facts, huge)
         if ending == ENDED_COMPLETED and call.refusal_reason in ("read_only", "invalid_params"): refused = True; break
-    return _close(talk, case, plan, ending, moves, refused)
+    return _last_turn(talk, case, plan, ending, moves, refused)
 
 # %% ../nbs/03_sample.ipynb #f29d3be5
-def _close(talk: _Talk, case: Case, plan: SessionPlan, ending: str, moves: list, refused: bool) -> str:
+def _last_turn(talk: _Talk, case: Case, plan: SessionPlan, ending: str, moves: list, refused: bool) -> str:
     "Make the turn that ends the conversation with `ending`, and return the attempt's reason."
     rng = talk.rng
     mutation = next((action for action, _ in case.steps if ACTIONS[action][1]), "")
     if ending == ENDED_COMPLETED:
         answer = _DECLINE if refused else case.answer
         if mutation and plan.mode == "safe":
-            answer = f"This server is in safe mode: it previewed the change ({ACTIONS[mutation][0].lower()}) and made none."
+            change = ACTIONS[mutation][0].lower()
+            answer = f"This server is in safe mode: it previewed the change ({change}) and made none."
         _turn(talk, *_blocks(talk, None, case, answer))
         return ""
     if ending == ENDED_OVER_BUDGET: return f"the turn cap of {TURN_CAP} was reached"
@@ -562,9 +618,12 @@ def _close(talk: _Talk, case: Case, plan: SessionPlan, ending: str, moves: list,
     if ending == ENDED_PROVIDER_ERROR:
         if rng.random() < 0.25:  # a request the provider rejects is never retried
             detail = (f"400 invalid_request_error: prompt is too long: {talk.context + 180_000} tokens > 200000 maximum"
-                      if plan.surface == "individual" else "400 invalid_request_error: tools.1.input_schema: JSON schema is invalid")
-            talk.lines.append(Turn(attempt=talk.attempt_id, index=talk.index + 1, try_=1, request_digest=f"sha256:{rng.getrandbits(256):064x}",
-                                   usage=Usage(), status=TURN_REQUEST_ERROR, detail=detail, latency_ms=round(rng.uniform(90, 400), 1)))
+                      if plan.surface == "individual"
+                      else "400 invalid_request_error: tools.1.input_schema: JSON schema is invalid")
+            talk.lines.append(Turn(attempt=talk.attempt_id, index=talk.index + 1, try_=1,
+                                   request_digest=f"sha256:{rng.getrandbits(256):064x}",
+                                   usage=Usage(), status=TURN_REQUEST_ERROR, detail=detail,
+                                   latency_ms=round(rng.uniform(90, 400), 1)))
             return detail
         tries = _failed_tries(talk, f"sha256:{rng.getrandbits(256):064x}", 3)
         talk.lines += tries
@@ -576,9 +635,11 @@ def _harness_failure(talk: _Talk, case: Case, plan: SessionPlan, moves: list) ->
     "Make (or not) the failing call of a harness error, and return the attempt's reason."
     if not moves: return "the fixture world would not build: POST /api/v4/projects answered 502 Bad Gateway"
     call = talk.lines[-1]
-    talk.lines[-1] = Call(attempt=call.attempt, turn=call.turn, index=call.index, tool=call.tool, arguments=call.arguments,
+    talk.lines[-1] = Call(attempt=call.attempt, turn=call.turn, index=call.index, tool=call.tool,
+                          arguments=call.arguments,
                           requested_action=call.requested_action, outcome=OUTCOME_TRANSPORT_ERROR,
-                          duration_ms=round(talk.rng.uniform(30000, 30050), 1), trace_id=call.trace_id, dispatch_observed=False)
+                          duration_ms=round(talk.rng.uniform(30000, 30050), 1), trace_id=call.trace_id,
+                          dispatch_observed=False)
     return f"tools/call {call.tool} never reached the server: read unix @->/tmp/mcp.sock: connection reset by peer"
 
 # %% ../nbs/03_sample.ipynb #bd3b9200
@@ -596,9 +657,12 @@ def _verifies(rng: random.Random, attempt: Attempt, case: Case, plan: SessionPla
     "The post-run checks of an attempt that ran."
     if not case.checks: return []
     if plan.mode != "default":
-        return [Verify(attempt=attempt.id, name="nothing changed", passed=True, detail=f"{plan.mode}: no change found in `{case.facts.get('project', case.facts.get('group'))}`")]
+        return [Verify(attempt=attempt.id, name="nothing changed", passed=True,
+                       detail=f"{plan.mode}: no change found in "
+                              f"`{case.facts.get('project', case.facts.get('group'))}`")]
     right = attempt.ended_by == ENDED_COMPLETED and (attempt.model.startswith("fake:") or rng.random() < 0.9)
-    return [Verify(attempt=attempt.id, name=name, passed=right, detail="" if right else _CHECK_FAILURES[name].format(**case.facts))
+    return [Verify(attempt=attempt.id, name=name, passed=right,
+                   detail="" if right else _CHECK_FAILURES[name].format(**case.facts))
             for name in case.checks]
 
 # %% ../nbs/03_sample.ipynb #42c359c0
@@ -611,26 +675,31 @@ def _shown_tools(rng: random.Random, plan: SessionPlan, served: int) -> tuple[in
     overflowed = rng.random() < 0.1
     return (plan.slice_size if overflowed else rng.randint(plan.slice_size // 3, plan.slice_size)), overflowed
 
-def _digest(*parts) -> str:
+def _hex_digest(*parts) -> str:
     "A short, stable digest of `parts`."
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:16]
 
 # %% ../nbs/03_sample.ipynb #0911f6c7
-def _attempt_lines(maker: "_Shard", case: Case, plan: SessionPlan, model: Model, repeat: int) -> list:
+def _attempt_lines(maker: "_ShardMaker", case: Case, plan: SessionPlan, model: Model, repeat: int) -> list:
     "The lines of one attempt: the attempt, its turns and calls, and its verifies."
     rng = maker.rng
     count = maker.counts[case.id, plan.surface] = maker.counts.get((case.id, plan.surface), 0) + 1
     shown, overflowed = _shown_tools(rng, plan, maker.served(plan))
     fields = dict(id=f"{case.id}/{plan.surface}/{count}", case=case.id, model=model.spec, surface=plan.surface,
                   repeat=repeat, shown_tools=shown, overflowed=overflowed, facts=case.facts, stimulus=case.stimulus,
-                  tool_digest=_digest(maker.seed, plan.label, model.spec, case.id if plan.surface == "individual" else ""))
+                  tool_digest=_hex_digest(maker.seed, plan.label, model.spec,
+                                          case.id if plan.surface == "individual" else ""))
     if case.needs and TIERS.index(case.needs) > TIERS.index(maker.tier):
         return [Attempt(**fields, ended_by=ENDED_SKIPPED,
-                        reason=f"needs the {case.needs} tier; the instance is {maker.edition} at the {maker.tier} tier")]
+                        reason=(f"needs the {case.needs} tier; "
+                                f"the instance is {maker.edition} at the {maker.tier} tier"))]
     ending = _ending(rng, model, plan, case)
     if ending == ENDED_HARNESS_ERROR and rng.random() < 0.3:
-        return [Attempt(**fields, ended_by=ending, reason="the session would not start: the server exited before listing its tools (exit status 2)")]
-    prefix = 850 + (plan.slice_size * 170 if plan.surface == "individual" else _SCHEMA.get(plan.meta_param_schema, _PREFIX[plan.surface]))
+        return [Attempt(**fields, ended_by=ending,
+                        reason=("the session would not start: "
+                                "the server exited before listing its tools (exit status 2)"))]
+    prefix = 850 + (plan.slice_size * 170 if plan.surface == "individual"
+                    else _SCHEMA.get(plan.meta_param_schema, _PREFIX[plan.surface]))
     talk = _Talk(rng, fields["id"], model, prefix, case.stimulus, warm=(plan.label, model.spec) in maker.warm)
     reason = _conversation(talk, case, plan, ending, maker.huge)
     if talk.lines: maker.warm.add((plan.label, model.spec))
@@ -651,14 +720,22 @@ def _shifted(model: Model, factor: float) -> Model:
     "`model` with the weight of its completed ending multiplied by `factor` (a change between two runs)."
     return model._replace(endings={**model.endings, ENDED_COMPLETED: model.endings[ENDED_COMPLETED] * factor})
 
-class _Shard:
+class _Draws(NamedTuple):
+    "What every shard of one tree draws from: `write_tree`'s seed, its chance of huge answers, repeats and so on."
+    seed: int = 0
+    huge: float = HUGE
+    repeat: int = 1
+    trial: int = 0
+    shifts: Optional[dict] = None
+    first_case: int = 1
+
+class _ShardMaker:
     "One simulated process: its run line, its sessions and the attempts it makes."
-    def __init__(self, seed: int, target: str, shard: int, shards_per_target: int, huge: float = HUGE, repeat: int = 1,
-                 trial: int = 0, shifts: Optional[dict] = None, first_case: int = 1):
-        self.seed, self.target, self.huge, self.repeat = seed, target, huge, repeat
-        self.trial, self.first_case = trial, first_case
+    def __init__(self, draws: _Draws, target: str, shard: int, shards_per_target: int):
+        self.seed, self.target, self.huge, self.repeat = draws.seed, target, draws.huge, draws.repeat
+        self.trial, self.first_case, shifts = draws.trial, draws.first_case, draws.shifts
         self.models = tuple(_shifted(m, shifts[m.spec]) if shifts and m.spec in shifts else m for m in MODELS)
-        self.rng = random.Random(f"modelrecord.sample:shard:{seed}:{target}:{shard}" + _trial(trial))
+        self.rng = random.Random(f"modelrecord.sample:shard:{self.seed}:{target}:{shard}" + _trial(self.trial))
         self.name = SHARD_PREFIX + "".join(self.rng.choices(_NAME_CHARS, k=8)) + SHARD_SUFFIX
         self.edition, self.version, self.tier = EDITIONS.get(target, EDITIONS["ee" if "ee" in target else "ce"])
         self.plans = shard_sessions(shard, shards_per_target)
@@ -671,22 +748,27 @@ class _Shard:
         return served if plan.mode != "read-only" or plan.surface == "dynamic" else served * 11 // 20
 
 # %% ../nbs/03_sample.ipynb #8c5dd70d
-def _run(maker: _Shard, shard: int) -> Run:
+def _run(maker: _ShardMaker, shard: int) -> Run:
     "The run line of `maker`'s shard."
     tree, rng = random.Random(f"modelrecord.sample:tree:{maker.seed}" + _trial(maker.trial)), maker.rng
-    day = dt.datetime(2026, 9, 14, 8, 0, tzinfo=dt.timezone.utc) + dt.timedelta(days=tree.randint(0, 20) + 21 * maker.trial, minutes=tree.randint(0, 600))
-    commit, corpus, contract = f"{tree.getrandbits(160):040x}", _digest("corpus", tree.random()), _digest("contract", tree.random())
+    day = dt.datetime(2026, 9, 14, 8, 0, tzinfo=dt.timezone.utc)
+    day += dt.timedelta(days=tree.randint(0, 20) + 21 * maker.trial, minutes=tree.randint(0, 600))
+    commit = f"{tree.getrandbits(160):040x}"
+    corpus, contract = _hex_digest("corpus", tree.random()), _hex_digest("contract", tree.random())
     started = day + dt.timedelta(seconds=rng.randint(0, 90), microseconds=rng.randint(0, 999_999))
     started = GoTime.of(started, nanosecond=random.Random(maker.name).randrange(1000))  # Go's clock has nanoseconds
-    return Run(package="test/e2e/modeleval", run_id=f"{started:%Y%m%d-%H%M%S}-{maker.target}-{shard + 1}-{rng.getrandbits(24):06x}",
+    return Run(package="test/e2e/modeleval",
+               run_id=f"{started:%Y%m%d-%H%M%S}-{maker.target}-{shard + 1}-{rng.getrandbits(24):06x}",
                commit=commit, started_at=started, edition=maker.edition, gitlab_version=maker.version, tier=maker.tier,
-               tier_confirmed=True, corpus_digest=corpus, contract_digest=contract, providers=[m.provider for m in MODELS],
+               tier_confirmed=True, corpus_digest=corpus, contract_digest=contract,
+               providers=[m.provider for m in MODELS],
                budget_usd=40.0, repeat=maker.repeat)
 
 # %% ../nbs/03_sample.ipynb #f275ba4e
-def _session(maker: _Shard, plan: SessionPlan) -> Session:
+def _session(maker: _ShardMaker, plan: SessionPlan) -> Session:
     "The session line of `plan` on `maker`'s shard."
-    digests = {m.spec: _digest(maker.seed, maker.edition, plan.label, m.provider.name if plan.surface == "meta" and m.provider.name == "google" else "")
+    digests = {m.spec: _hex_digest(maker.seed, maker.edition, plan.label,
+                                   m.provider.name if plan.surface == "meta" and m.provider.name == "google" else "")
                for m in MODELS}
     return Session(label=plan.label, surface=plan.surface, mode=plan.mode, capabilities=plan.capabilities,
                    meta_param_schema=plan.meta_param_schema, slice_size=plan.slice_size,
@@ -694,7 +776,7 @@ def _session(maker: _Shard, plan: SessionPlan) -> Session:
                    tool_schema_digests=digests)
 
 # %% ../nbs/03_sample.ipynb #316a825b
-def _attempts(maker: _Shard) -> Iterator[list]:
+def _attempts(maker: _ShardMaker) -> Iterator[list]:
     "The lines of each attempt of the shard, in the order they are written, without end."
     n = maker.first_case - 1
     while True:
@@ -721,21 +803,23 @@ def generate(*,
              repeat: int = 1,  # how many times each case is put to each model on each session
             ) -> list:
     "The lines (`Run`, `Session`, `Attempt`, `Turn`, `Call`, `Verify`) of one shard, its run line first."
-    maker = _Shard(seed, target, shard, shards_per_target, huge, repeat)
+    maker = _ShardMaker(_Draws(seed, huge, repeat), target, shard, shards_per_target)
     lines, walk = [maker.run], _attempts(maker)
     for _ in range(attempts): lines += next(walk)
     return lines
 
 # %% ../nbs/03_sample.ipynb #a1c0e7d2
 KEY_NAME = "key.json"  # the answer key's file name, beside a tree's targets
-_PRODUCED = {("job.trace", "job_id"): {"step": 1, "field": "failed_job.id"}}  # argument -> the earlier result field it binds to
+# argument -> the earlier result field it binds to
+_PRODUCED = {("job.trace", "job_id"): {"step": 1, "field": "failed_job.id"}}
 _PRODUCES = {"pipeline.list": ["failed_job.id"]}
 _AUTHORED = {("issue_note.create", "body")}
 
 def _key_argument(action: str, name: str, value) -> dict:
     "The key entry of one parameter of a template step: its truth from how the template fills it."
     whole = _HOLE.fullmatch(value) if isinstance(value, str) else None
-    truth = ({"produced": _PRODUCED[action, name]} if (action, name) in _PRODUCED else {"authored": True} if (action, name) in _AUTHORED
+    truth = ({"produced": _PRODUCED[action, name]} if (action, name) in _PRODUCED else {"authored": True}
+             if (action, name) in _AUTHORED
              else {"fact": whole.group(1)} if whole else {"literal": value})
     return {"name": name, "required": True, **truth}
 
@@ -744,17 +828,19 @@ def answer_key(seed: int, cases: int) -> dict:
     steps = lambda n: [{"action": action, "args": [_key_argument(action, k, v) for k, v in params.items()],
                         **({"produces": _PRODUCES[action]} if action in _PRODUCES else {})}
                        for action, params in CASE_TEMPLATES[(n - 1) % len(CASE_TEMPLATES)]["steps"]]
-    actions = {a: {"mutating": mutates, "destructive": a in DESTRUCTIVE, "meta": {"tool": f"gitlab_{a.split('.')[0]}", "action": a.split(".")[1]},
+    actions = {a: {"mutating": mutates, "destructive": a in DESTRUCTIVE,
+                   "meta": {"tool": f"gitlab_{a.split('.')[0]}", "action": a.split(".")[1]},
                    "individual": "gitlab_" + a.replace(".", "_")} for a, (_, mutates, _) in ACTIONS.items()}
     return {"cases": {f"MT-{n:03d}": {"steps": steps(n)} for n in range(1, cases + 1)},
             "catalog": {"actions": actions, "tools": {}},
             "surfaces": {"dynamic": {"dispatchers": ["gitlab_execute_action"], "confirm": "top"},
-                         "meta": {"dispatchers": sorted({v["meta"]["tool"] for v in actions.values()}), "confirm": "action_args"},
+                         "meta": {"dispatchers": sorted({v["meta"]["tool"] for v in actions.values()}),
+                                  "confirm": "action_args"},
                          "individual": {"dispatchers": [], "confirm": "action_args"}},
             "discovery_tools": ["gitlab_find_action"], "tiers": list(TIERS)}
 
 # %% ../nbs/03_sample.ipynb #ef65caa4
-def _clear(directory: Path, replace: bool):
+def _clear_shards(directory: Path, replace: bool):
     "Delete the shards in `directory` when `replace`, else refuse to write over them."
     if not directory.is_dir(): return
     for entry in sorted(directory.iterdir()):
@@ -762,7 +848,7 @@ def _clear(directory: Path, replace: bool):
             if not replace: raise FileExistsError(f"{entry} exists; pass replace=True to write a new tree over it")
             entry.unlink()
 
-def _write_shard(maker: _Shard, directory: Path, attempts: int, min_bytes: int) -> int:
+def _write_shard(maker: _ShardMaker, directory: Path, attempts: int, min_bytes: int) -> int:
     "Write `maker`'s shard into `directory`: at least `attempts` attempts and `min_bytes` bytes. Return its size."
     with open(directory / maker.name, "xb", buffering=1 << 20) as file:
         size, made = file.write(encode(maker.run) + b"\n"), 0
@@ -789,14 +875,15 @@ def write_tree(path,  # the directory to write the tree into, created if needed
               ) -> Path:
     "Write a deterministic shard tree under `path`, with its answer key `key.json`, and return its path."
     path, shards, cases = Path(path), len(targets) * shards_per_target, 0
-    for target in targets: _clear(path / target, replace)
+    for target in targets: _clear_shards(path / target, replace)
+    draws = _Draws(seed, huge, repeat, trial, shifts, first_case)
     for t, target in enumerate(targets):
         directory = path / target
         directory.mkdir(parents=True, exist_ok=True)
         for k in range(shards_per_target):
             g = t * shards_per_target + k
             share = attempts // shards + (g < attempts % shards)
-            maker = _Shard(seed, target, k, shards_per_target, huge, repeat, trial, shifts, first_case)
+            maker = _ShardMaker(draws, target, k, shards_per_target)
             _write_shard(maker, directory, share, (target_bytes or 0) // shards)
             cases = max(cases, getattr(maker, "cases", 0))
     (path / KEY_NAME).write_bytes(msgspec.json.format(msgspec.json.encode(answer_key(seed, cases)), indent=1) + b"\n")

@@ -2,20 +2,13 @@
 from pathlib import Path
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _shared() -> Path:
-    for parent in (ROOT, *ROOT.parents):
-        if (parent / "shared" / "conformance-sample").is_dir():
-            return parent / "shared"
-    raise RuntimeError("shared/ (with conformance-sample/) is expected beside the checkout")
+from checkout import shared_dir
 
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
     "The read-only shared/ folder beside the checkout."
-    return _shared()
+    return shared_dir()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
-"""What the browser tests need to know of the processes a server starts (Linux /proc): a free port,
-a process's descendants, whether one still runs, its command line, when they have gone quiet; and
-`modelrecord explore` run until its address is printed, then stopped by PID with everything it started."""
+"""What the tests need to know of processes (Linux /proc): a free port, a process's descendants,
+whether one still runs, its command line, when they have gone quiet, how a forked child ended,
+which descriptor is open on a file; and `modelrecord explore` run until its address is printed,
+then stopped by PID with everything it started."""
 import os
 import queue
 import signal
@@ -46,7 +47,7 @@ def cmdline(pid: int) -> str:
 
 
 def cpu_ticks(pids) -> int:
-    "The processor time (clock ticks, user and system) that the processes `pids` have used so far (0 for one gone)."
+    "The processor time (clock ticks, user and system) the processes `pids` have used so far (0 for one gone)."
     total = 0
     for pid in pids:
         try: fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -56,7 +57,7 @@ def cpu_ticks(pids) -> int:
 
 
 def settled(pid: int, still: float = 2.0, wait: float = 180) -> float:
-    "Seconds until `pid`'s descendants (one at least) were the same processes using no processor time for `still` seconds."
+    "Seconds until `pid`'s descendants (one at least) stayed the same processes, using no processor time, for `still` s."
     started, last = time.monotonic(), None
     while time.monotonic() - started < wait:
         pids = sorted(descendants(pid))
@@ -67,10 +68,32 @@ def settled(pid: int, still: float = 2.0, wait: float = 180) -> float:
     raise TimeoutError(f"the processes of {pid} still worked after {wait:.0f} s")
 
 
+def exit_code(pid: int, wait: float = 30):
+    "The exit code of the forked child `pid`, or None when it had not ended within `wait` seconds (it is then killed)."
+    deadline = time.monotonic() + wait
+    while (waited := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if waited != (0, 0): return os.waitstatus_to_exitcode(waited[1])
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+def descriptor_of(path) -> int:
+    "The file descriptor this process has open on `path`, found through /dev/fd (not through the opener's insides)."
+    wanted = os.stat(path)
+    for name in os.listdir("/dev/fd"):
+        try: found = os.fstat(int(name))
+        except OSError: continue
+        if (found.st_dev, found.st_ino) == (wanted.st_dev, wanted.st_ino): return int(name)
+    raise LookupError(f"{path} is not open in this process")
+
+
 @contextmanager
 def explore_server(log, *arguments: str, wait: float = 90):
     "`modelrecord explore *arguments`, stderr to the open file `log`: `(url, process, lines)` once it prints its address."
-    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())", "explore", *arguments]
+    command = [sys.executable, "-c", "import sys; from modelrecord.cli import main; sys.exit(main())",
+               "explore", *arguments]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()

@@ -11,7 +11,8 @@ import pytest
 from modelrecord.reader import read, read_shard, read_shards, shard_paths
 from modelrecord.record import LINE_TYPES, encode
 
-EXPECTED_ORDER = ["run", "attempt", "turn", "call", "turn", "call", "turn", "attempt", "turn", "call", "turn", "session"]
+EXPECTED_ORDER = ["run", "attempt", "turn", "call", "turn", "call", "turn", "attempt", "turn", "call",
+                  "turn", "session"]
 MAPS = {"attempt": ["facts"], "session": ["tool_schema_digests"], "run": []}  # the string maps a line can hold
 
 
@@ -50,7 +51,8 @@ def test_values_read_as_written(conformance):
     assert call.result_value["project"]["id"] == 42 and call.dispatch_observed and call.requests == 1
     turn = records[4].payload
     assert (turn.usage.input, turn.usage.output, turn.usage.cache_read, turn.usage.cache_created) == (1610, 48, 1100, 0)
-    assert turn.blocks[0].arguments_value == {"action": "project.get", "params": {"project_id": "eval-group/eval-project"}}
+    assert turn.blocks[0].arguments_value == {"action": "project.get",
+                                              "params": {"project_id": "eval-group/eval-project"}}
 
 
 def test_joins_by_name(conformance):
@@ -67,7 +69,8 @@ def test_joins_by_name(conformance):
 def go_json(value) -> bytes:
     "`value` as Go's encoding/json writes it: msgspec's JSON with `<`, `>`, `&`, U+2028 and U+2029 escaped."
     data = msgspec.json.encode(value)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                          ("\u2029", "\\u2029")):
         data = data.replace(char.encode(), escaped.encode())
     return data
 

@@ -39,7 +39,8 @@ def site(tmp_path_factory) -> Path:
 def test_every_chapter_has_a_page_in_reading_order(site):
     chapters = build_docs.chapters(NBS)
     assert chapters, "no numbered notebook in nbs/"
-    assert [int(re.match(r"\d+", p.name)[0]) for p in chapters] == sorted(int(re.match(r"\d+", p.name)[0]) for p in chapters)
+    assert [int(re.match(r"\d+", p.name)[0]) for p in chapters] == sorted(int(re.match(r"\d+", p.name)[0])
+                                                                          for p in chapters)
     home = (site / "index.html").read_text()
     nav = re.search(r'<div class="sidebar-tree">(.*?)</div>', home, re.S)[1]
     links = re.findall(r'href="([\w.-]+)\.html"', nav)
@@ -60,7 +61,8 @@ def public_api() -> list:
     "`modelrecord.module.name` for every name of each chapter's module `__all__` and every public method or property of its classes."
     names = []
     for path in build_docs.chapters(NBS):
-        found = re.search(r"^#\|\s*default_exp\s+(\S+)", "\n".join(c.source for c in nbformat.read(path, as_version=4).cells), re.M)
+        found = re.search(r"^#\|\s*default_exp\s+(\S+)",
+                          "\n".join(c.source for c in nbformat.read(path, as_version=4).cells), re.M)
         if not found: continue
         module = importlib.import_module(f"modelrecord.{found[1]}")
         for name in module.__all__:
@@ -68,14 +70,16 @@ def public_api() -> list:
             obj = getattr(module, name)
             if inspect.isclass(obj) and obj.__module__ == module.__name__:
                 names += [f"{module.__name__}.{name}.{m}" for m, v in vars(obj).items() if not m.startswith("_")
-                          and (inspect.isfunction(v) or isinstance(v, (property, functools.cached_property, classmethod, staticmethod)))]
+                          and (inspect.isfunction(v)
+                               or isinstance(v, (property, functools.cached_property, classmethod, staticmethod)))]
     return names
 
 
 def test_every_public_name_and_method_has_an_entry(site):
     "Every name of a module's `__all__` (nbdev's rule) and every public method of its classes is an object of the site's inventory."
     api = public_api()
-    assert {"modelrecord.tables.Tables.where", "modelrecord.tables.Tables.priced", "modelrecord.writer.Writer.write"} <= set(api)
+    assert {"modelrecord.tables.Tables.where", "modelrecord.tables.Tables.priced",
+            "modelrecord.writer.Writer.write"} <= set(api)
     inventory = {line.split()[0] for line in _inventory(site)}
     assert [n for n in api if n not in inventory] == []
 
@@ -107,7 +111,8 @@ def test_readme_is_generated_from_the_index_notebook():
 def test_the_index_lists_the_top_level():
     "The home page names exactly what `import modelrecord` gives (`__all__`, and the two names imported on first use)."
     import modelrecord
-    prose = "\n".join(c.source for c in nbformat.read(NBS / "index.ipynb", as_version=4).cells if c.cell_type == "markdown")
+    prose = "\n".join(c.source for c in nbformat.read(NBS / "index.ipynb", as_version=4).cells
+                      if c.cell_type == "markdown")
     section = prose[prose.index("## The top level"):]
     section = section[:section.find("\n## ", 1)] if "\n## " in section else section  # up to the next heading
     listed = set(re.findall(r"`(?:modelrecord\.)?([A-Za-z_]\w*)`", section)) - {"modelrecord", "__all__"}
@@ -131,7 +136,8 @@ def _chapter(tmp_path, *cells) -> Path:
     nbs.mkdir()
     shutil.copy(NBS / "index.ipynb", nbs)
     shutil.copy(NBS / "01_reader.ipynb", nbs)
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Broken\n> a chapter that cannot be published"),
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Broken\n> a chapter that cannot be "
+                                                                                 "published"),
                                                    *cells]), nbs / "05_broken.ipynb")
     return nbs
 
@@ -176,15 +182,18 @@ def test_an_entry_is_nbdev_show_doc_of_the_live_object():
     assert "Read `path`." in entry and ":param path: where it is" in entry
     entry = show_doc(Tables, renderer=functools.partial(nbdocs.MystRenderer, module="modelrecord.tables", index=False,
                                                         skip={"Tables.priced"}))._repr_markdown_()
-    assert entry.startswith("````{py:class} Tables(") and ":no-index:" in entry  # a longer fence: the methods are inside
+    # a longer fence: the methods are inside
+    assert entry.startswith("````{py:class} Tables(") and ":no-index:" in entry
     assert "```{py:method} where(" in entry and "{py:method} priced" not in entry  # priced: shown by its own cell
     fields = nbdocs.class_fields(importlib.import_module("modelrecord.record").Attempt)
-    assert ("session", "str", '""', "required unless the attempt never reached a session (see `line_problem`)") in fields
+    assert ("session", "str", '""',
+            "required unless the attempt never reached a session (see `line_problem`)") in fields
 
 
 def _processed(*cells) -> list:
     "The cells of a chapter of `modelrecord.tables` made of `cells`, after processing (source of each)."
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T\n> s"), nbformat.v4.new_code_cell("#| default_exp tables"),
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T\n> s"),
+                                         nbformat.v4.new_code_cell("#| default_exp tables"),
                                          *cells])
     return [c.source for c in nbdocs.process(nb).cells]
 
@@ -196,7 +205,8 @@ def test_directives_are_honoured():
                          nbformat.v4.new_code_cell("#| export\nPARALLEL_BYTES = 64 << 20\ndef load(path): pass"))
     assert not any("secret" in s or "internal" in s or "default_exp" in s or "hidden" in s for s in sources)
     assert "shown = 1" in sources
-    assert sources[-2].startswith("```{py:data} PARALLEL_BYTES\n:module: modelrecord.tables")  # the constant, as written
+    # the constant, as written
+    assert sources[-2].startswith("```{py:data} PARALLEL_BYTES\n:module: modelrecord.tables")
     assert "PARALLEL_BYTES = 64 << 20" in sources[-2]
     assert sources[-1].startswith("```{py:function} load(path")  # nbdev's add_show_docs, then the live object
     assert ":module: modelrecord.tables" in sources[-1] and "Tables" in sources[-1]  # the docstring, linked
@@ -234,7 +244,8 @@ def plot_notebook() -> nbformat.NotebookNode:
     state = {
         "box": {"model_name": "VBoxModel", "model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0",
                 "state": {"children": ["IPY_MODEL_pick", "IPY_MODEL_out"]}},
-        "pick": {"model_name": "DropdownModel", "model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0",
+        "pick": {"model_name": "DropdownModel", "model_module": "@jupyter-widgets/controls",
+                 "model_module_version": "2.0.0",
                  "state": {"_options_labels": ["a", "b"], "index": 1, "description": "model"}},
         "out": {"model_name": "OutputModel", "model_module": "@jupyter-widgets/output", "model_module_version": "1.0.0",
                 "state": {"outputs": [{"output_type": "display_data", "metadata": {},
@@ -300,14 +311,19 @@ def test_site_in_a_browser(served):
     problems = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM),
-                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+                                    args=["--headless", "--no-sandbox", "--disable-gpu",
+                                          "--disable-background-networking"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text} ({m.location.get('url')})"))
+            page.on("console",
+                    lambda m: m.type == "error" and problems.append(f"console: {m.text} ({m.location.get('url')})"))
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: problems.append(f"failed request: {r.url} ({r.failure})"))
+            # a request the next page's navigation cancels (the favicon, often) is aborted, not failed
+            page.on("requestfailed", lambda r: r.failure == "net::ERR_ABORTED"
+                    or problems.append(f"failed request: {r.url} ({r.failure})"))
             page.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status}: {r.url}"))
-            page.on("request", lambda r: re.match(r"(https?|wss?)://127\.0\.0\.1[:/]", r.url) or r.url.startswith("data:")
+            page.on("request",
+                    lambda r: re.match(r"(https?|wss?)://127\.0\.0\.1[:/]", r.url) or r.url.startswith("data:")
                     or problems.append(f"request to another host: {r.url}"))
 
             page.goto(home + "index.html", wait_until="networkidle")
@@ -318,7 +334,8 @@ def test_site_in_a_browser(served):
             page.goto(home + "reader.html", wait_until="networkidle")
             entry = page.locator("[id='modelrecord.reader.read_shards']")
             assert entry.is_visible() and "read_shards" in entry.inner_text()
-            page.evaluate("document.getElementById('modelrecord.reader.read_shards').scrollIntoView({behavior: 'instant'})")
+            page.evaluate("document.getElementById('modelrecord.reader.read_shards').scrollIntoView({behavior: "
+                          "'instant'})")
             page.evaluate("window.scrollBy(0, -80)")
             page.screenshot(path=str(ARTIFACTS / "docs-read_shards.png"))
 
@@ -337,7 +354,8 @@ def test_site_in_a_browser(served):
             assert plots.count() > 0, (f"{explorer} shows no plot: save its notebook executed, with its widgets'"
                                        " state (`jupyter nbconvert --to notebook --execute --inplace` does both)")
             plots.first.scroll_into_view_if_needed()
-            loaded = page.evaluate("[...document.querySelectorAll('.cell_output img')].map(i => i.complete && i.naturalWidth > 0)")
+            loaded = page.evaluate("[...document.querySelectorAll('.cell_output img')].map(i => i.complete && "
+                                   "i.naturalWidth > 0)")
             assert all(loaded), f"a plot of {explorer} did not load: {loaded}"
             page.screenshot(path=str(ARTIFACTS / "docs-explore.png"), full_page=True)
         finally:

@@ -16,7 +16,8 @@ from modelrecord.tables import load
 
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")  # matplotlib warns (UserWarning) of what it cannot draw
 
-PLOTS = (plots.tokens_by_model, plots.cost_by_model, plots.endings_by_model, plots.latency_by_model, plots.cumulative_cost)
+PLOTS = (plots.tokens_by_model, plots.cost_by_model, plots.endings_by_model, plots.latency_by_model,
+         plots.cumulative_cost)
 UNPRICED = plots.UNPRICED
 
 
@@ -67,7 +68,8 @@ def check(tables, label: str, draw: bool = True):
     assert matplotlib.pyplot.get_fignums() == []
 
 
-FILTERS = {"model": [None, "anthropic:claude-sonnet-4;effort=high", "openai:gpt-5", "google:gemini-2.5-flash;temperature=0",
+FILTERS = {"model": [None, "anthropic:claude-sonnet-4;effort=high", "openai:gpt-5",
+                     "google:gemini-2.5-flash;temperature=0",
                      "fake:perfect"],
            "surface": [None, "dynamic", "individual", "meta"],
            "edition": [None, "ce", "ee"]}
@@ -76,7 +78,8 @@ FILTERS = {"model": [None, "anthropic:claude-sonnet-4;effort=high", "openai:gpt-
 @pytest.mark.parametrize("model", FILTERS["model"])
 def test_every_filter_combination(tables, model):
     "Each model (or none) with each surface, and with each edition: the plots agree with the summaries; each model alone is drawn."
-    pairs = [("surface", surface) for surface in FILTERS["surface"]] + [("edition", edition) for edition in FILTERS["edition"][1:]]
+    pairs = [("surface", surface) for surface in FILTERS["surface"]] + [("edition", edition)
+                                                                        for edition in FILTERS["edition"][1:]]
     for name, value in pairs:
         conditions = {k: v for k, v in (("model", model), (name, value)) if v is not None}
         check(tables.where(**conditions), str(conditions), draw=value is None)
@@ -166,7 +169,8 @@ def test_cumulative_cost_per_run(tables):
 def test_into_given_axes(tables):
     fig = matplotlib.figure.Figure(figsize=(8, 8), layout="constrained")
     axes = fig.subplots(4, 1)
-    for ax, plot in zip(axes, (plots.tokens_by_model, plots.cost_by_model, plots.latency_by_model, plots.cumulative_cost)):
+    for ax, plot in zip(axes,
+                        (plots.tokens_by_model, plots.cost_by_model, plots.latency_by_model, plots.cumulative_cost)):
         assert plot(tables, ax=ax) is fig
     drawn(fig)
     assert all(ax.get_legend() is not None for ax in axes)

@@ -17,18 +17,21 @@ from modelrecord.writer import open_dir, release
 
 def chat(message: dict, usage: dict = None, kind=ChatCompletion):
     return kind.model_validate({"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-5",
-                                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", **message}}],
+                                "choices": [{"index": 0, "finish_reason": "stop",
+                                             "message": {"role": "assistant", **message}}],
                                 **({"usage": usage} if usage else {})})
 
 
 def responses(output: list, usage: dict = None):
-    return Response.model_validate({"id": "r", "object": "response", "created_at": 0, "model": "gpt-5", "output": output,
+    return Response.model_validate({"id": "r", "object": "response", "created_at": 0, "model": "gpt-5",
+                                    "output": output,
                                     "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
                                     **({"usage": usage} if usage else {})})
 
 
 def anthropic(content: list, usage: dict):
-    return Message.model_validate({"id": "m", "type": "message", "role": "assistant", "model": "claude", "content": content,
+    return Message.model_validate({"id": "m", "type": "message", "role": "assistant", "model": "claude",
+                                   "content": content,
                                    "stop_reason": "end_turn", "stop_sequence": None, "usage": usage})
 
 
@@ -58,8 +61,10 @@ def test_openai_responses_input_tokens_include_cached_and_reasoning_is_output():
 
 def test_anthropic_input_excludes_both_cache_counters():
     assert usage(anthropic([], {"input_tokens": 7, "output_tokens": 300, "cache_creation_input_tokens": 2048,
-                                "cache_read_input_tokens": 16000})) == Usage(input=7, output=300, cache_created=2048, cache_read=16000)
-    assert usage(anthropic([], {"input_tokens": 7, "output_tokens": 3})) == Usage(input=7, output=3)  # counters left out
+                                "cache_read_input_tokens": 16000})) == Usage(input=7, output=300, cache_created=2048,
+                                                                             cache_read=16000)
+    # counters left out
+    assert usage(anthropic([], {"input_tokens": 7, "output_tokens": 3})) == Usage(input=7, output=3)
 
 
 def test_gemini_prompt_includes_cached_content_tool_use_prompt_is_input_and_thoughts_are_output():
@@ -90,7 +95,8 @@ def test_openai_chat_blocks_reasoning_text_refusal_and_tool_calls_in_order():
         Block(kind="tool_call", tool="find", arguments=msgspec.Raw(b'{"query": "project"}'), call_id="a"),
         Block(kind="tool_call", tool="run", raw='{"action": "project.get",', call_id="b"),
         Block(kind="tool_call", tool="shell", raw="ls -la", call_id="c")]
-    assert blocks(chat({"content": None, "refusal": "I can't help with that."})) == [Block(kind="text", text="I can't help with that.")]
+    assert blocks(chat({"content": None, "refusal": "I can't help with that."})) == [Block(kind="text",
+                                                                                           text="I can't help with that.")]
 
 
 def test_a_parsed_chat_completion_is_recognised_through_its_base_type():
@@ -105,8 +111,10 @@ def test_openai_responses_blocks_in_output_order():
                                                        {"type": "summary_text", "text": "Then fetch."}]},
         {"type": "message", "id": "m", "role": "assistant", "status": "completed",
          "content": [{"type": "output_text", "text": "Fetching.", "annotations": []}]},
-        {"type": "function_call", "id": "fc", "call_id": "call_1", "name": "run", "arguments": '{"id": 42}', "status": "completed"},
-        {"type": "function_call", "id": "fd", "call_id": "call_2", "name": "run", "arguments": "{id: 42}", "status": "completed"}])
+        {"type": "function_call", "id": "fc", "call_id": "call_1", "name": "run", "arguments": '{"id": 42}',
+         "status": "completed"},
+        {"type": "function_call", "id": "fd", "call_id": "call_2", "name": "run", "arguments": "{id: 42}",
+         "status": "completed"}])
     assert blocks(answer) == [
         Block(kind="thinking", text="Look it up.\n\nThen fetch."), Block(kind="text", text="Fetching."),
         Block(kind="tool_call", tool="run", arguments=msgspec.Raw(b'{"id": 42}'), call_id="call_1"),
@@ -116,7 +124,8 @@ def test_openai_responses_blocks_in_output_order():
 def test_anthropic_blocks_thinking_redacted_text_and_tool_use():
     message = anthropic([{"type": "thinking", "thinking": "Hmm.", "signature": "s"},
                          {"type": "redacted_thinking", "data": "opaque"}, {"type": "text", "text": "Done."},
-                         {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {"ids": [1, 2], "deep": {"é": None}}}],
+                         {"type": "tool_use", "id": "toolu_1", "name": "run",
+                          "input": {"ids": [1, 2], "deep": {"é": None}}}],
                         {"input_tokens": 1, "output_tokens": 1})
     found = blocks(message)
     assert [b.kind for b in found] == ["thinking", "thinking", "text", "tool_call"]
@@ -126,7 +135,8 @@ def test_anthropic_blocks_thinking_redacted_text_and_tool_use():
 
 def test_gemini_blocks_thoughts_text_and_function_calls():
     response = gemini([{"text": "Thinking.", "thought": True}, {"text": "Calling."},
-                       {"functionCall": {"name": "run", "args": {"n": 1}}}, {"functionCall": {"id": "g2", "name": "stop"}}])
+                       {"functionCall": {"name": "run", "args": {"n": 1}}},
+                       {"functionCall": {"id": "g2", "name": "stop"}}])
     assert blocks(response) == [Block(kind="thinking", text="Thinking."), Block(kind="text", text="Calling."),
                                 Block(kind="tool_call", tool="run", arguments=msgspec.Raw(b'{"n":1}')),
                                 Block(kind="tool_call", tool="stop", arguments=msgspec.Raw(b"{}"), call_id="g2")]
@@ -141,9 +151,11 @@ def test_an_unknown_response_is_refused_naming_its_type():
 # --- into the record -----------------------------------------------------------------------------------
 
 def test_what_the_adapters_give_is_written_and_read_back_strictly(tmp_path):
-    message = anthropic([{"type": "text", "text": "x <&> y"}, {"type": "tool_use", "id": "t", "name": "run", "input": {"a": "\u2028"}}],
+    message = anthropic([{"type": "text", "text": "x <&> y"},
+                         {"type": "tool_use", "id": "t", "name": "run", "input": {"a": "\u2028"}}],
                         {"input_tokens": 5, "output_tokens": 6, "cache_read_input_tokens": 7})
-    completion = chat({"content": None, "tool_calls": [{"id": "b", "type": "function", "function": {"name": "run", "arguments": "{"}}]})
+    completion = chat({"content": None,
+                       "tool_calls": [{"id": "b", "type": "function", "function": {"name": "run", "arguments": "{"}}]})
     writer = open_dir(tmp_path)
     said = []
     for index, response in enumerate((message, completion), 1):

@@ -12,7 +12,9 @@ pytest_plugins = ["pytester"]
 
 INSTALLED = any(entry.name == "modelrecord" for entry in entry_points(group="pytest11"))
 LOAD = [] if INSTALLED else ["-p", "modelrecord.pytest_plugin"]  # installed, the entry point loads it
-QUIET = ["-p", "no:cacheprovider", "-p", "no:nbval", "-p", "no:benchmark", "-p", "no:hypothesispytest", "-p", "no:anyio"]  # faster start
+# faster start
+QUIET = ["-p", "no:cacheprovider", "-p", "no:nbval", "-p", "no:benchmark", "-p", "no:hypothesispytest",
+         "-p", "no:anyio"]
 XDIST = [[], ["-n", "2"]]
 
 HEADER = """
@@ -85,10 +87,12 @@ def test_case(case, modelrecord, monkeypatch):
     modelrecord.write(*lines(case))
 """, "--modelrecord-dir", str(tmp_path / "tree"), *xdist)
     result.assert_outcomes(passed=3, failed=1, errors=0)
-    result.stdout.fnmatch_lines(["modelrecord: cannot write to the shard *: [[]Errno 28[]] No space left on device; it keeps*",
+    result.stdout.fnmatch_lines(["modelrecord: cannot write to the shard *: [[]Errno 28[]] No space left on device; it "
+                                 "keeps*",
                                  "FAILED test_suite.py::test_case[[]2[]] - Failed: modelrecord: *"])
     names = [name for _, name in verifies(tmp_path / "tree")]
-    assert 2 <= len(names) <= 3  # 0 and 1 always; 3 only if it ran in the other worker (the stopped writer records nothing)
+    # 0 and 1 always; 3 only if it ran in the other worker (the stopped writer records nothing)
+    assert 2 <= len(names) <= 3
     assert all(shard.records for shard in read_shards(tmp_path / "tree"))
 
 
@@ -110,7 +114,8 @@ def test_late(late):
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_late*", "modelrecord: a call line was not recorded*",
                                  "*_ test_anyway _*", "*assert 1 == 2*", "*Captured modelrecord call*",
                                  "modelrecord: a call line was not recorded*",
-                                 "FAILED test_suite.py::test_anyway - assert 1 == 2", "ERROR test_suite.py::test_late*"])
+                                 "FAILED test_suite.py::test_anyway - assert 1 == 2",
+                                 "ERROR test_suite.py::test_late*"])
 
 
 def test_the_environment_names_the_directory_and_a_relative_one_fails_the_first_writer(pytester, tmp_path, monkeypatch):
@@ -122,7 +127,8 @@ def test_the_environment_names_the_directory_and_a_relative_one_fails_the_first_
     result = run(pytester, "def test_one(modelrecord):\n    modelrecord.write(*lines(1))\n"
                            "def test_two(modelrecord):\n    modelrecord.write(*lines(2))\n")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["modelrecord: the recording directory (GITLAB_MCP_TEST_MODELEVAL_DIR) must be an absolute path*",
+    result.stdout.fnmatch_lines(["modelrecord: the recording directory (GITLAB_MCP_TEST_MODELEVAL_DIR) must be an "
+                                 "absolute path*",
                                  "FAILED test_suite.py::test_one - Failed: modelrecord: *"])
     assert not (pytester.path / "relative").exists()
 
@@ -144,7 +150,8 @@ def test_a_relative_directory_option_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*--modelrecord-dir must be an absolute path, got 'records'*"])
 
 
-@pytest.mark.skipif(not INSTALLED, reason="the package is not installed here, so its pytest11 entry point is not registered")
+@pytest.mark.skipif(not INSTALLED,
+                    reason="the package is not installed here, so its pytest11 entry point is not registered")
 def test_the_entry_point_loads_the_plugin_when_the_package_is_installed(pytester):
     result = pytester.runpytest_subprocess(*QUIET, "--help")
     result.stdout.fnmatch_lines(["*--modelrecord-dir=DIR*"])

@@ -34,7 +34,8 @@ def shard(tmp_path: Path, *lines: bytes, name="modeleval-t.jsonl") -> Path:
 def bounded(code: str, seconds: float = 10) -> str:
     "Run `code` in a fresh interpreter; what it prints. A hang fails the test after `seconds`."
     try:
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=seconds)
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              timeout=seconds)
     except subprocess.TimeoutExpired:
         pytest.fail(f"did not return within {seconds} s")
     assert done.returncode == 0, done.stderr
@@ -169,7 +170,8 @@ HUGE = b"9" * 5000
 def call_with(**fields) -> bytes:
     "A call line with `fields` (JSON texts) in place of the usual ones."
     values = {"attempt": b'"a"', "turn": b"1", "index": b"1", "tool": b'"t"', "outcome": b'"ok"', **fields}
-    return b'{"schema":1,"type":"call","call":{' + b",".join(b'"%s":%s' % (k.encode(), v) for k, v in values.items()) + b"}}"
+    return b'{"schema":1,"type":"call","call":{' + b",".join(b'"%s":%s' % (k.encode(), v)
+                                                             for k, v in values.items()) + b"}}"
 
 
 @pytest.mark.parametrize("field, value", [

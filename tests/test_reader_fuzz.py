@@ -103,7 +103,8 @@ moment = st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999
 price = st.builds(Price, input_per_million_usd=number, output_per_million_usd=number,
                   cache_write_per_million_usd=number, cache_read_per_million_usd=number, retrieved_on=text)
 provider = st.builds(Provider, spec=text, name=text, model=text, options=strings, price=st.none() | price)
-run = st.builds(Run, package=text, run_id=name, commit=text, started_at=moment, edition=text, tier_confirmed=st.booleans(),
+run = st.builds(Run, package=text, run_id=name, commit=text, started_at=moment, edition=text,
+                tier_confirmed=st.booleans(),
                 filter=text, providers=st.lists(provider, max_size=2), budget_usd=number, repeat=position)
 session = st.builds(Session, label=name, surface=text, slice_size=count, token_scopes=st.lists(text, max_size=2),
                     served_tools=count, tool_schema_digests=strings)
@@ -203,7 +204,8 @@ def byte_mutation(draw, data: bytes, others: list) -> bytes:
         at = min(at, len(data) - 1)
         return data[:at] + bytes([data[at] ^ (1 << draw(st.integers(0, 7)))]) + data[at + 1:]
     if kind == "insert":
-        return data[:at] + draw(st.binary(min_size=1, max_size=8) | st.sampled_from([b"\n", b"\r\n", b" ", b'"', b"\\", b"{}", b"\xff"])) + data[at:]
+        return data[:at] + draw(st.binary(min_size=1, max_size=8) | st.sampled_from([b"\n", b"\r\n", b" ", b'"', b"\\",
+                                                                                     b"{}", b"\xff"])) + data[at:]
     if kind == "delete":
         return data[:at] + data[at + draw(st.integers(1, 20)):]
     if kind == "truncate":
@@ -254,7 +256,8 @@ def test_random_bytes(data):
 
 @EXAMPLES
 @given(pieces=st.lists(st.binary(max_size=30) | st.sampled_from(
-    [b"\n", b" ", b"{", b"}", b"[", b"]", b'"', b":", b",", b"1", b'"schema":1', b'"type":"run"', b'"run":{}']), max_size=60))
+    [b"\n", b" ", b"{", b"}", b"[", b"]", b'"', b":", b",", b"1", b'"schema":1', b'"type":"run"',
+     b'"run":{}']), max_size=60))
 def test_random_json_like_bytes(pieces):
     check_shard(b"".join(pieces))
 

@@ -209,13 +209,15 @@ def test_integer_given_a_float(tmp_path, line_type, at, field):
 
 
 @pytest.mark.parametrize("line_type, at, field", [
-    ("run", "repeat", "run.repeat"), ("call", "requests", "call.requests"), ("turn", "usage.output", "turn.usage.output")])
+    ("run", "repeat", "run.repeat"), ("call", "requests", "call.requests"),
+    ("turn", "usage.output", "turn.usage.output")])
 def test_integer_beyond_go_int64(tmp_path, line_type, at, field):
     "Go reads these into an int (64 bits); a value that does not fit is refused, not wrapped."
     check(tmp_path, line(line_type, at, (1 << 63) - 1), line(line_type, at, 1 << 63), field, "at most")
 
 
-@pytest.mark.parametrize("text", ['{"schema":1,', "not json", '{"schema":1,"type":"run","run":{"run_id":"r1","repeat":1}',
+@pytest.mark.parametrize("text",
+                         ['{"schema":1,', "not json", '{"schema":1,"type":"run","run":{"run_id":"r1","repeat":1}',
                                   "{'schema': 1}", '{"schema":1,"type":"run","run":{"run_id":"r\xff"}}', "\x00"])
 def test_invalid_json(tmp_path, text):
     error = refusal(tmp_path, line("run"), text.encode("latin-1"))
@@ -391,7 +393,8 @@ def test_provenance_not_required(tmp_path):
 # ---- session ------------------------------------------------------------------------------------
 
 def test_session_label_non_blank(tmp_path):
-    check(tmp_path, line("session", "label", "s"), line("session", "label", " \t "), "session.label", "must not be blank")
+    check(tmp_path, line("session", "label", "s"), line("session", "label", " \t "), "session.label",
+          "must not be blank")
 
 
 @pytest.mark.parametrize("at", ["served_tools", "slice_size"])
@@ -426,7 +429,8 @@ def test_attempt_session_blank_only_when_never_ran(tmp_path, ended_by):
 
 def test_attempt_repeat_and_shown_tools(tmp_path):
     check(tmp_path, line("attempt", "repeat", 1), line("attempt", "repeat", 0), "attempt.repeat", "at least 1")
-    check(tmp_path, line("attempt", "shown_tools", 0), line("attempt", "shown_tools", -1), "attempt.shown_tools", "at least 0")
+    check(tmp_path, line("attempt", "shown_tools", 0), line("attempt", "shown_tools", -1), "attempt.shown_tools",
+          "at least 0")
 
 
 @pytest.mark.parametrize("bad", ["done", " completed", "completed ", "Completed", "COMPLETED", "", "skip", "refused:x"])
@@ -637,7 +641,8 @@ def test_torn_last_line_is_listed_and_the_rest_kept(tmp_path):
 
 def test_salvage_keeps_shards_apart_and_lists_errors_in_order(tmp_path):
     (tmp_path / "a").mkdir()
-    first = shard(tmp_path / "a", line("run"), "{oops", line("verify"), line("turn", "status", "done"), name="modeleval-1.jsonl")
+    first = shard(tmp_path / "a", line("run"), "{oops", line("verify"), line("turn", "status", "done"),
+                  name="modeleval-1.jsonl")
     second = shard(tmp_path, "", line("run", "run_id", "r2"), line("run", "repeat", 0), name="modeleval-2.jsonl")
     empty = shard(tmp_path, name="modeleval-3.jsonl")
     empty.write_bytes(b"")

@@ -116,4 +116,5 @@ def test_benchmark_sized_trees_grow_to_the_target(tmp_path):
     size = sum(p.stat().st_size for p in tree.rglob("modeleval-*.jsonl"))
     assert 3_000_000 <= size < 3_000_000 + 4 * 600_000
     assert len(read_shards(tree)) == 4
-    assert {m.spec for m in MODELS} <= {a.payload.model for s in read_shards(tree) for a in s.records if a.type == "attempt"}
+    assert {m.spec for m in MODELS} <= {a.payload.model for s in read_shards(tree) for a in s.records
+                                        if a.type == "attempt"}

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from processes import descriptor_of, exit_code
 
 from modelrecord.reader import read_shard, read_shards
 from modelrecord.record import DIR_ENV, OUTCOME_OK, Call, Verify
@@ -104,17 +105,20 @@ def write_lines_from_env(attempt: str, count: int):
         writer.write(call(attempt, index))
 
 
-def test_os_fork_while_another_thread_holds_the_lock(tmp_path):
+def test_os_fork_while_another_thread_holds_the_lock(tmp_path, monkeypatch):
     writer = open_dir(tmp_path)
     writer.write(Verify(attempt="parent", name="first", passed=True))
     holding, done = threading.Event(), threading.Event()
+    real_write = os.write
 
-    def hold():
-        with writer._lock:
+    def stalled_write(fd, data):  # the holder's write stalls, as on a slow disk, inside the writer's lock
+        if threading.current_thread() is holder:
             holding.set()
             done.wait(30)
+        return real_write(fd, data)
 
-    holder = threading.Thread(target=hold)
+    holder = threading.Thread(target=writer.write, args=(Verify(attempt="holder", name="held", passed=True),))
+    monkeypatch.setattr(os, "write", stalled_write)
     holder.start()
     holding.wait(10)
     pid = os.fork()
@@ -124,18 +128,14 @@ def test_os_fork_while_another_thread_holds_the_lock(tmp_path):
         finally:
             os._exit(0)
     try:
-        deadline = time.monotonic() + 30
-        while (waited := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if waited == (0, 0):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child deadlocked on the lock it inherited")
-        assert os.waitstatus_to_exitcode(waited[1]) == 0
+        code = exit_code(pid, wait=30)
+        assert code is not None, "the forked child deadlocked on the lock it inherited"
+        assert code == 0
     finally:
         done.set()
         holder.join()
-    assert sorted(map(dict, shard_attempts(tmp_path).values()), key=str) == [{"child": 1}, {"parent": 1}]
+        monkeypatch.undo()
+    assert sorted(map(dict, shard_attempts(tmp_path).values()), key=str) == [{"child": 1}, {"holder": 1, "parent": 1}]
 
 
 def test_a_fork_the_hook_did_not_see_is_caught_by_the_process_id(tmp_path, monkeypatch):
@@ -153,7 +153,7 @@ def test_a_fork_the_hook_did_not_see_is_caught_by_the_process_id(tmp_path, monke
 def test_after_a_fork_the_hook_did_not_see_a_reused_descriptor_number_is_left_alone(tmp_path, monkeypatch):
     writer = open_dir(tmp_path / "shards")
     writer.write(Verify(attempt="parent", name="first", passed=True))
-    fd = writer._shard.fd
+    fd = descriptor_of(writer.shard)
     os.close(fd)  # as a child that closed what it inherited and then opened a file of its own
     other = os.open(tmp_path / "other.txt", os.O_WRONLY | os.O_CREAT, 0o600)
     assert other == fd

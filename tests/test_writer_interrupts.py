@@ -57,7 +57,8 @@ def test_an_exception_a_signal_handler_raises_inside_os_write_reaches_the_caller
 def test_a_failure_of_the_file_with_an_errno_is_the_writers_and_is_reported_not_raised(tmp_path, monkeypatch):
     writer, said = open_dir(tmp_path), []
     writer.write(verify(1), report=said.append)
-    monkeypatch.setattr(os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
+    monkeypatch.setattr(os, "write", lambda fd,
+                        data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
     writer.write(verify(2), report=said.append)
     monkeypatch.setattr(os, "write", real_write)
     assert writer.stopped and len(said) == 1 and "No space left on device" in said[0]
@@ -129,7 +130,8 @@ def test_a_later_failed_partial_write_does_not_tear_a_line_written_before_an_int
         writer.write(verify(2))
 
     def half_then_full(fd, data):  # the disk fills half-way through the next line
-        monkeypatch.setattr(os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
+        monkeypatch.setattr(os, "write", lambda fd,
+                            data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")))
         return real_write(fd, data[:len(data) // 2])
     monkeypatch.setattr(os, "write", half_then_full)
     writer.write(verify(3), report=said.append)

@@ -68,7 +68,8 @@ def attempts(draw):
     reason = "" if ended_by == ENDED_COMPLETED else draw(non_blank if ended_by == ENDED_SKIPPED else texts)
     return Attempt(id=draw(non_blank), case=draw(non_blank), model=draw(non_blank), surface=draw(texts),
                    session=session, repeat=draw(positions), shown_tools=draw(counts), overflowed=draw(st.booleans()),
-                   tool_digest=draw(texts), facts=draw(small_maps), stimulus=draw(texts), ended_by=ended_by, reason=reason)
+                   tool_digest=draw(texts), facts=draw(small_maps), stimulus=draw(texts), ended_by=ended_by,
+                   reason=reason)
 
 
 blocks = st.builds(Block, kind=st.sampled_from(BLOCK_KINDS), text=texts, tool=texts, arguments=raws, raw=texts,
@@ -87,7 +88,8 @@ calls = st.builds(Call, attempt=non_blank, turn=positions, index=positions, tool
 @st.composite
 def verifies(draw):
     passed = draw(st.booleans())
-    return Verify(attempt=draw(non_blank), name=draw(non_blank), passed=passed, detail=draw(texts if passed else non_blank))
+    return Verify(attempt=draw(non_blank), name=draw(non_blank), passed=passed,
+                  detail=draw(texts if passed else non_blank))
 
 
 payloads = st.one_of(runs, sessions, attempts(), turns, calls, verifies())

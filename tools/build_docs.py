@@ -18,7 +18,8 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tools"), str(ROOT)]  # nbdocs, and the package of this checkout (its API entries are read live)
+# nbdocs, and the package of this checkout (its API entries are read live)
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT)]
 import nbdocs  # noqa: E402
 
 CONF_DIR = Path(__file__).resolve().parent / "docs"
@@ -42,7 +43,7 @@ def page_name(path: Path) -> str:
 
 
 def _relink(source: str, pages: dict) -> str:
-    "Point links at a notebook (`NN_name.ipynb`) or at its page (`name.html`, nbdev's address) to the staged `name.ipynb`."
+    "Point links at a notebook (`NN_name.ipynb`) or its page (`name.html`, nbdev's address) to the staged `name.ipynb`."
     names = set(pages.values())
     def sub(m):
         if m[3] == "ipynb": return m[1] + pages.get(m[2], m[2]) + ".ipynb" + m[4]
@@ -98,7 +99,8 @@ def readme_markdown(nb, source: str = "nbs/index.ipynb") -> str:
     "GitHub markdown for the processed index notebook: prose, code and text or HTML outputs (no images)."
     parts = [f"<!-- Generated from {source} by tools/build_docs.py: edit the notebook, not this file. -->"]
     for cell in nb.cells:
-        if cell.cell_type == "markdown": parts.append(re.sub(r"\{py:\w+\}`([^`<]+?)(?: <[^`]+>)?`", r"`\1`", cell.source).strip())
+        if cell.cell_type == "markdown": parts.append(re.sub(r"\{py:\w+\}`([^`<]+?)(?: <[^`]+>)?`", r"`\1`",
+                                                             cell.source).strip())
         if cell.cell_type != "code": continue
         parts.append(f"```python\n{cell.source.strip()}\n```" if cell.source.strip() else "")
         for out in cell.get("outputs", []):
@@ -130,11 +132,13 @@ def sphinx(src: Path, out: Path, work: Path, cfg, sources: dict, verbose: bool =
         status = app.statuscode
     warnings = [re.sub(r"\x1b\[[0-9;]*m", "", w) for w in log.getvalue().splitlines() if w.strip()]
     named = []
-    for line in warnings:  # a staged page's path and MyST-NB's line number (cell * 10000 + line) mean little to a reader
+    # a staged page's path and MyST-NB's line number (cell * 10000 + line) mean little to a reader
+    for line in warnings:
         line = re.sub(re.escape(str(src)) + r"/([\w.-]+)\.ipynb(?::\d+)?",
                       lambda m: sources.get(m[1], m[1] + ".ipynb"), line)
         named.append(line.replace(str(src) + "/", ""))
-    if status and not named: named.append(f"Sphinx stopped (status {status}): run `python tools/build_docs.py --verbose`")
+    if status and not named:
+        named.append(f"Sphinx stopped (status {status}): run `python tools/build_docs.py --verbose`")
     return named
 
 
@@ -152,8 +156,10 @@ class _Refs(html.parser.HTMLParser):
         if a.get("id"): self.ids.add(a["id"])
         if tag == "a" and a.get("name"): self.ids.add(a["name"])
         if tag == "a" and a.get("href"): self.links.append(a["href"])
-        if tag in ("script", "img", "iframe", "audio", "video", "source", "embed") and a.get("src"): self.loads.append(a["src"])
-        if tag == "link" and a.get("href") and set((a.get("rel") or "").split()) - {"next", "prev", "index", "search", "canonical"}:
+        if tag in ("script", "img", "iframe", "audio", "video", "source", "embed") and a.get("src"):
+            self.loads.append(a["src"])
+        if tag == "link" and a.get("href") and set((a.get("rel") or "").split()) - {"next", "prev", "index", "search",
+                                                                                    "canonical"}:
             self.loads.append(a["href"])
         if tag == "object" and a.get("data"): self.loads.append(a["data"])
         if a.get("style"): self.loads += re.findall(r"url\(\s*['\"]?([^'\")]+)", a["style"])
@@ -208,7 +214,8 @@ def build(root: Path = ROOT, out: Path = None, write_readme: bool = True, nbs: P
         src = work / "src"
         src.mkdir()
         try:
-            with contextlib.chdir(root): toc, readme_nb = stage(nbs, src, lib_name)  # nbdev reads settings.ini from here
+            # nbdev reads settings.ini from here
+            with contextlib.chdir(root): toc, readme_nb = stage(nbs, src, lib_name)
         except nbdocs.NotebookError as e: raise SystemExit(f"docs: {e}")
         if write_readme and readme_nb is not None: readme(readme_nb, root / "README.md")
         sources = {page_name(p): str(p.relative_to(root) if p.is_relative_to(root) else p)
@@ -216,11 +223,13 @@ def build(root: Path = ROOT, out: Path = None, write_readme: bool = True, nbs: P
         html = work / "site" / "html"  # MyST-NB writes beside Sphinx's output folder: keep that in `work`
         problems = sphinx(src, html, work, cfg, sources, verbose)
         if keep: shutil.rmtree(keep, ignore_errors=True); shutil.copytree(src, keep)
-        if not (html / "index.html").exists(): raise SystemExit("docs: Sphinx made no site:\n  " + "\n  ".join(problems))
+        if not (html / "index.html").exists():
+            raise SystemExit("docs: Sphinx made no site:\n  " + "\n  ".join(problems))
         (html / ".buildinfo").unlink(missing_ok=True)
         if (html / "_sources").is_dir() and not any((html / "_sources").iterdir()): (html / "_sources").rmdir()
         (html / ".nojekyll").touch()
-        problems += [re.sub(r"^([\w.-]+)\.html:", lambda m: f"{m[1]}.html ({sources[m[1]]}):" if m[1] in sources else m[0], p)
+        problems += [re.sub(r"^([\w.-]+)\.html:",
+                            lambda m: f"{m[1]}.html ({sources[m[1]]}):" if m[1] in sources else m[0], p)
                      for p in check_site(html)]
         if out.exists(): shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -30,8 +30,7 @@ class NotebookError(Exception):
 
 
 def _public(module: str) -> list:
-    "`module.name` for each name of the module's `__all__`, and `module.Class.member` for the public methods and"
-    " properties of the classes it defines, however they were attached."
+    "`module.name` for each name in the module's `__all__`, and `module.Class.member` for its classes' public members."
     mod = importlib.import_module(module)
     return [f"{module}.{n}" for n in mod.__all__] + [
         f"{module}.{n}.{m}" for n in mod.__all__ if inspect.isclass(c := getattr(mod, n)) and c.__module__ == module
@@ -39,8 +38,7 @@ def _public(module: str) -> list:
 
 
 class SphinxLookup(NbdevLookup):
-    """nbdev's lookup of a name in backticks over the package's public names, as a Sphinx link. On the page of
-    `module` its own names come first, and its classes' members answer to their short names too."""
+    "nbdev's lookup of a name in backticks as a Sphinx link; on `module`'s page its names, members too, come first."
     def __init__(self, module: str = ""):
         lib, self.aliases, self.syms = get_config().lib_name, {}, {}
         for mod in sorted(importlib.import_module(f"{lib}._modidx").d["syms"], key=lambda m: m != module):
@@ -92,8 +90,7 @@ def _cell(text: str) -> str: return text.replace("|", "\\|").replace("\n", " ")
 
 
 class MystRenderer(ShowDocRenderer):
-    """A `show_doc` renderer writing a MyST directive of Sphinx's Python domain: the live object's signature,
-    docstring and parameters' docments; a class's fields (as written) and public methods not shown by their own cell."""
+    "A `show_doc` renderer writing a MyST directive of Sphinx's Python domain for the live object, its members inside."
     def __init__(self, sym, name=None, title_level=3, module="", owner=None, skip=(), index=True, link=str):
         self.raw = inspect.getattr_static(owner, name) if owner is not None else sym
         super().__init__(sym, name=name, title_level=title_level)
@@ -139,8 +136,7 @@ def _module(nb) -> str:
 
 
 class render_show_docs(Processor):
-    "Each `show_doc` cell as MyST entries of the live objects it names (where nbdev would execute it), indexed on the"
-    " page of their module."
+    "Each `show_doc` cell as MyST entries of the live objects it names (nbdev would execute it), indexed on their page."
     def begin(self):
         self.module, self.indexed = _module(self.nb), set()
         self.lookup = SphinxLookup(self.module)
@@ -221,8 +217,7 @@ _EXTERNAL = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//[^>]*>\s
 
 
 class static_outputs(Processor):
-    "A saved error refused; a widget view replaced by what its saved state shows; JavaScript, and scripts or styles"
-    " from another host, dropped."
+    "A saved error refused; a widget view as its saved state shows it; JavaScript and other hosts' scripts dropped."
     def begin(self): self.state = ((self.nb.metadata.get("widgets") or {}).get(WIDGET_STATE) or {}).get("state", {})
     def end(self): self.nb.metadata.pop("widgets", None)
 
@@ -235,7 +230,8 @@ class static_outputs(Processor):
                                     f"the notebook must execute cleanly\n{cell.source}")
             if WIDGET_VIEW in data:
                 shown = _widget_outputs(data[WIDGET_VIEW].get("model_id", ""), self.state, set())
-                if not shown and data.get("text/html"):  # no saved state, but the widget said how it reads without a kernel
+                # no saved state, but the widget said how it reads without a kernel
+                if not shown and data.get("text/html"):
                     shown = [_html(_EXTERNAL.sub("", "".join(data["text/html"])))]
                 text = "" if shown else "".join(data.get("text/plain", ""))
                 outputs += shown + [nbformat.v4.new_output("display_data", {"text/plain": text})] * bool(text)
