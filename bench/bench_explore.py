@@ -74,7 +74,7 @@ def seconds(action, wait) -> float:
 
 
 def clicked(page, kind: str, action, predicate: str, arg) -> tuple:
-    "`(page, wall)`: seconds of `action()` until `predicate(arg)`, from the page's first `kind` event, and Playwright's."
+    "`(page, wall)`: seconds of `action()` until `predicate(arg)`, from the page's `kind` event, and Playwright's."
     page.evaluate(ARM, kind)
     wall = seconds(action, lambda: page.wait_for_function(predicate, arg=arg, polling="raf", timeout=120_000))
     start, end = page.evaluate("[window.__mrStart, window.__mrEnd]")
@@ -84,7 +84,8 @@ def clicked(page, kind: str, action, predicate: str, arg) -> tuple:
 def view(browser, url: str) -> tuple:
     "A new page of `url`: `(page, seconds from navigation to the summary visible)`."
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    return page, seconds(lambda: page.goto(url, timeout=300_000), lambda: page.wait_for_selector(SUMMARY, timeout=300_000))
+    return page, seconds(lambda: page.goto(url, timeout=300_000),
+                         lambda: page.wait_for_selector(SUMMARY, timeout=300_000))
 
 
 def in_browser(tree: Path, repeat: int) -> dict:
@@ -168,7 +169,8 @@ def main():
         for step, what in STEPS:
             shown, alone = browser[step], base[step.split()[0]]
             target = TARGETS.get(step, {}).get(name)
-            verdict = "" if target is None else f"  target <= {target:g} s: {'met' if max(shown) <= target else 'SHORT'}"
+            met = target is not None and max(shown) <= target
+            verdict = "" if target is None else f"  target <= {target:g} s: {'met' if met else 'SHORT'}"
             print(f"  {what:40s} best {min(shown):6.3f} s  median {statistics.median(shown):6.3f} s  "
                   f"max {max(shown):6.3f} s"
                   f"  (n={len(shown)})  headless {statistics.median(alone):6.3f} s{verdict}")
