@@ -44,18 +44,22 @@ def _summary_html(tables: Tables) -> str:
     for (model, row), cost in zip(table.iterrows(), usd_column(table.cost)):
         completion = f"{count_text(row.completed)}/{count_text(row.model_endings)}"
         if row.model_endings: completion += f" {share_text(row.completion)}"
-        cells = [model, count_text(row.attempts), completion, *[count_text(row[e]) for e in ENDINGS if e != ENDED_COMPLETED],
-                 count_text(row.input), count_text(row.output), count_text(row.cache_read), share_text(row.cache_hit_share),
+        cells = [model, count_text(row.attempts), completion,
+                 *[count_text(row[e]) for e in ENDINGS if e != ENDED_COMPLETED],
+                 count_text(row.input), count_text(row.output), count_text(row.cache_read),
+                 share_text(row.cache_hit_share),
                  cost, count_text(row.unpriced_turns) if row.unpriced_turns else "", count_text(row.retries),
                  ms_text(row.latency_p50_ms)]
-        rows.append("<tr>" + "".join(f'<td{" class=mr-l" if i == 0 else ""}>{escape(c)}</td>' for i, c in enumerate(cells)) + "</tr>")
+        rows.append("<tr>" + "".join(f'<td{" class=mr-l" if i == 0 else ""}>{escape(c)}</td>'
+                                     for i, c in enumerate(cells)) + "</tr>")
     header = "".join(f'<th{" class=mr-l" if i == 0 else ""}>{escape(h)}</th>' for i, h in enumerate(head))
     note = ('<div class="mr-meta">completion = completed / attempts that ended in the model\'s own endings; '
             'a cost leaves out the unpriced turns it counts.</div>')
     return styled(f'<div class="mr-scroll"><table class="mr-grid"><tr>{header}</tr>{"".join(rows)}</table></div>{note}')
 
 # %% ../nbs/13_explore.ipynb #3d09a286
-PLOTS = ("endings_by_model", "tokens_by_model", "cost_by_model", "latency_by_model", "cumulative_cost")  # plots shown, in order
+PLOTS = ("endings_by_model", "tokens_by_model", "cost_by_model", "latency_by_model",
+         "cumulative_cost")  # the plots shown, in order
 
 # %% ../nbs/13_explore.ipynb #0ad7b2e4
 def _plot_html(name: str, tables: Tables) -> str:
@@ -63,13 +67,15 @@ def _plot_html(name: str, tables: Tables) -> str:
     title = name.replace("_", " ")
     try: return plots.png_html(getattr(plots, name)(tables), title)
     except Exception as error:  # one plot that fails must not take the page down with it
-        return styled(f'<p class="mr-note">{escape(title)} cannot be drawn here: {escape(type(error).__name__)}: {escape(error)}</p>')
+        why = f"{escape(type(error).__name__)}: {escape(error)}"
+        return styled(f'<p class="mr-note">{escape(title)} cannot be drawn here: {why}</p>')
 
 # %% ../nbs/13_explore.ipynb #72ee348f
 _ATTEMPT_COLUMNS = [("attempt", "attempt"), ("case", "case"), ("model", "model"), ("surface", "surface"),
                     ("ended by", "ended_by"), ("turns", "turns"), ("retries", "retries"), ("calls", "calls"),
-                    ("input", "input"), ("output", "output"), ("cache read", "cache_read"), ("cost", "cost"), ("shard", "shard")]
-_LEFT = {"attempt", "case", "model", "surface", "ended by", "shard", "outcome", "clean"}  # the columns of text, aligned left
+                    ("input", "input"), ("output", "output"), ("cache read", "cache_read"), ("cost", "cost"),
+                    ("shard", "shard")]
+_LEFT = {"attempt", "case", "model", "surface", "ended by", "shard", "outcome", "clean"}  # text columns, aligned left
 _VERDICT_COLUMNS = [("outcome", "outcome"), ("clean", "clean")]  # shown after "ended by" when the attempts were scored
 
 # %% ../nbs/13_explore.ipynb #bd3795e9
@@ -128,15 +134,25 @@ def _grid_data(rows: pd.DataFrame) -> tuple:
 
 # %% ../nbs/13_explore.ipynb #f49dc3b8
 _GRID_OPTIONS = dict(showIndex=False, maxBytes=0, allow_html=True, select={"style": "single", "info": False},
-                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[],
+                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[], autoWidth=False,
                      classes="display compact nowrap cell-border", style="width:100%;margin:0",
                      text_in_header_can_be_selected=False)  # a click anywhere on a heading sorts by it
 # what the grid is made and updated with (an update falls back to itables' defaults for what it is not given)
 
+# %% ../nbs/13_explore.ipynb #5e1ec7a1
+_EVERY_ROW_DESELECTED = "this.dt.rows().deselect(),this.dt.rows(e).select()"  # how itables 2.9 sets a selection
+_SELECTED_DESELECTED = "this.dt.rows({selected:!0}).deselect(),this.dt.rows(e).select()"  # only the selected deselected
+
+# %% ../nbs/13_explore.ipynb #5e1ec7a2
+class _Grid(ITable):
+    "itables' widget, whose selection set from Python deselects only the rows that were selected, not every row."
+    _esm = str(ITable._esm).replace(_EVERY_ROW_DESELECTED, _SELECTED_DESELECTED, 1)  # unchanged if itables changed it
+
+# %% ../nbs/13_explore.ipynb #5e1ec7a3
 def _grid() -> ITable:
     "The attempts grid: sorts, searches and pages in the browser; a click selects one row."
     frame, column_defs = _grid_data(pd.DataFrame({name: pd.Series(dtype=object) for _, name in _ATTEMPT_COLUMNS}))
-    return ITable(frame, columnDefs=column_defs, **_GRID_OPTIONS)
+    return _Grid(frame, columnDefs=column_defs, **_GRID_OPTIONS)
 
 # %% ../nbs/13_explore.ipynb #6a9d1003
 ALL = ""  # the value of a filter that keeps everything
@@ -207,7 +223,7 @@ TABS = []  # the explorer's tabs, in order; `add_tab` adds one
 # %% ../nbs/13_explore.ipynb #4d7d985d
 def add_tab(title: str,  # the tab's label; a tab of that title is replaced in place
             build: Callable,  # build(explorer) -> the tab's widget, called once per explorer
-            draw: Optional[Callable] = None,  # draw(explorer): redraw it for `explorer.filtered`; None: nothing to redraw
+            draw: Optional[Callable] = None,  # draw(explorer): redraw it for `explorer.filtered`; None: nothing
            ):
     "Add the tab `title` to every explorer made from now on (or replace the tab of that title)."
     tab = Tab(title, build, draw or (lambda explorer: None))
@@ -223,7 +239,7 @@ def _dropdown(description: str) -> widgets.Dropdown:
 # %% ../nbs/13_explore.ipynb #7748e63a
 def _fits(**more) -> widgets.Layout:
     "The layout of a box that takes the width it is given and no more: what is wider in it scrolls inside it."
-    return widgets.Layout(width="auto", min_width="0", max_width="100%", **more)  # auto: stretched to its box, margins in
+    return widgets.Layout(width="auto", min_width="0", max_width="100%", **more)  # auto: its box's width, margins in
 
 # %% ../nbs/13_explore.ipynb #c3ffd9c2
 def _build(explorer: Explorer, path):
@@ -306,7 +322,8 @@ def _draw_attempts(explorer: Explorer):
     frame, column_defs = _grid_data(self.shown)
     selected = [int(np.flatnonzero(self.shown.index == self.opened)[0])] if self.opened in self.shown.index else []
     with _hushed(self): self.grid.update(frame, columnDefs=column_defs, selected_rows=selected, **_GRID_OPTIONS)
-    self.grid_label.value = styled(f"{plural(len(frame), 'attempt')} · click a column to sort, a row to read its conversation")
+    self.grid_label.value = styled(f"{plural(len(frame), 'attempt')} · click a column to sort, "
+                                   "a row to read its conversation")
 
 # %% ../nbs/13_explore.ipynb #0e81bf03
 def _conversation_tab(explorer: Explorer) -> widgets.Widget:
@@ -340,7 +357,8 @@ def _wire(explorer: Explorer):
     self.load_button.on_click(lambda _: self.load())
     self.refresh_button.on_click(lambda _: self.refresh())
     self.clear_button.on_click(lambda _: self.clear())
-    for widget in (self.endings, *self.filters.values(), self.outcome, self.clean): widget.observe(_when(self, lambda: _narrow(self)), names="value")
+    for widget in (self.endings, *self.filters.values(), self.outcome, self.clean):
+        widget.observe(_when(self, lambda: _narrow(self)), names="value")
     self.tabs.observe(_when(self, lambda: _draw_shown(self)), names="selected_index")
     self.grid.observe(_when(self, lambda: _clicked(self)), names="selected_rows")
 
@@ -368,7 +386,8 @@ def _refusal_html(error: Exception, shown: Optional[LiveTree]) -> str:
         field = f", field <code>{escape(error.field)}</code>" if error.field else ""
         what = f"<b>Refused:</b> {where}{field}: {escape(error.why)}"
     else: what = f"<b>Could not read it:</b> {escape(type(error).__name__)}: {escape(error)}"
-    still = (f"Still showing <code>{escape(shown.path)}</code> as last read." if shown is not None else "Nothing is loaded.")
+    still = (f"Still showing <code>{escape(shown.path)}</code> as last read." if shown is not None
+             else "Nothing is loaded.")
     return styled(f'<div class="mr-error">{what}<br><span class="mr-meta">{still}</span></div>')
 
 # %% ../nbs/13_explore.ipynb #3a4c9148
@@ -379,8 +398,10 @@ def _loaded_html(tree: LiveTree, tables: Tables, seconds: float, fresh: bool) ->
     else: what = (f"Refreshed: {count_text(len(changes['new']))} new, {count_text(len(changes['changed']))} changed, "
                   f"{count_text(len(changes['removed']))} removed, {plural(changes['unchanged'], 'unchanged shard')}")
     rows = tables.rows
-    return styled(f"{what} in {seconds:.1f} s from <code>{escape(tree.path)}</code>: <b>{plural(rows.attempts, 'attempt')}</b>, "
-                  f"{plural(rows.turns, 'turn line')}, {plural(rows.calls, 'call')}, {plural(rows.verifies, 'verify', 'verifies')}.")
+    return styled(f"{what} in {seconds:.1f} s from <code>{escape(tree.path)}</code>: "
+                  f"<b>{plural(rows.attempts, 'attempt')}</b>, "
+                  f"{plural(rows.turns, 'turn line')}, {plural(rows.calls, 'call')}, "
+                  f"{plural(rows.verifies, 'verify', 'verifies')}.")
 
 # %% ../nbs/13_explore.ipynb #55d55279
 def _errors(explorer: Explorer) -> str:
@@ -439,7 +460,8 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
     started = time.perf_counter()
     try:
         tables = tree.read(progressed)
-        scores = None if self.key is None else score(tables, self.key)
+        same = tables is self.tables  # a refresh that found nothing changed: the same tables, scores and drawings
+        scores = self.scores if same else None if self.key is None else score(tables, self.key)
     except Exception as error:  # whatever stops a read is shown on the page, not raised into a widget callback
         self.error, self.progress.bar_style = error, "danger"
         self.status.value = _refusal_html(error, self.tree)
@@ -449,7 +471,7 @@ def _read(explorer: Explorer, tree: LiveTree, fresh: bool):
     self.tables, self.tree, self.error, self.scores = tables, tree, None, scores
     self.status.value = _loaded_html(tree, tables, time.perf_counter() - started, fresh)
     _show_problems(self)
-    self._shards.clear(); self._drawings.clear()
+    if not same: self._shards.clear(); self._drawings.clear(); vars(self).pop("_grouped", None)
     with _hushed(self): _offer_filters(self, keep=not fresh)
     self.opened = _key(tables, opened)
     _narrow(self)
@@ -464,7 +486,7 @@ def _load(explorer: Explorer, path=None):
 
 # %% ../nbs/13_explore.ipynb #1362165a
 def _refresh(explorer: Explorer):
-    "Read again the shards of the loaded tree that changed since it was read (or load, if the path box names another tree)."
+    "Read again the shards of the loaded tree that changed since (or load, if the path box names another tree)."
     wanted = Path(explorer.path.value.strip() or example_tree())
     if explorer.tree is None or wanted != explorer.tree.path: return explorer.load()
     _read(explorer, explorer.tree, fresh=False)
@@ -502,14 +524,15 @@ def _offer_filters(explorer: Explorer, keep: bool):
     if not keep: explorer.endings.value = ()
     if explorer.scores is not None:
         present = set(explorer.scores.attempts.outcome)
-        for widget, values in ((explorer.outcome, [o for o in VERDICT_OUTCOMES if o in present]), (explorer.clean, ["clean", "not clean"])):
+        for widget, values in ((explorer.outcome, [o for o in VERDICT_OUTCOMES if o in present]),
+                               (explorer.clean, ["clean", "not clean"])):
             chosen = widget.value if keep and widget.value in values else ALL
             widget.options = [("all", ALL)] + [(value, value) for value in values]
             widget.value = chosen
 
 # %% ../nbs/13_explore.ipynb #7fc4994b
 def _count_endings(explorer: Explorer, others: Tables):
-    "Label each ending with its number of attempts in `others` (the tables under the other filters), keeping the endings chosen."
+    "Label each ending with its attempts in `others` (the tables under the other filters), keeping the endings chosen."
     counts = others.attempts.ended_by.value_counts()
     chosen = explorer.endings.value
     explorer.endings.options = [(f"{ending} ({count_text(counts.get(ending, 0))})", ending) for ending in ENDINGS]
@@ -576,14 +599,36 @@ def _read_cached(explorer: Explorer, path) -> object:
         cached = shards[str(path)] = stamp, read_shard(path, _errors(explorer))
     return cached[1]
 
+# %% ../nbs/13_explore.ipynb #6a77e5c0
+class _Records(NamedTuple):
+    "What `attempt_lines` reads of a shard: its records (here, those of one attempt)."
+    records: list
+
+# %% ../nbs/13_explore.ipynb #6a77e5c1
+def _attempt_records(explorer: Explorer, path, name: str) -> _Records:
+    "The records of the attempt `name` in the shard at `path`, from the shard grouped by attempt once per read."
+    shard = _read_cached(explorer, path)
+    grouped = vars(explorer).setdefault("_grouped", {})  # shard path -> (the shard read, its records by attempt)
+    if grouped.get(str(path), (None,))[0] is not shard:
+        if len(grouped) >= 4: grouped.pop(next(iter(grouped)))
+        by_attempt = {}
+        for record in shard.records:
+            owner = record.payload.id if record.type == "attempt" else getattr(record.payload, "attempt", None)
+            if owner is not None: by_attempt.setdefault(owner, []).append(record)
+        grouped[str(path)] = shard, by_attempt
+    return _Records(grouped[str(path)][1].get(name, []))
+
 # %% ../nbs/13_explore.ipynb #86b3bbe5
 def _open(explorer: Explorer, key: Optional[int]):
     "Show the conversation of the attempt `key` (an `attempt_key`), or none when `key` is None."
     explorer.opened = key
     if key is None:
-        explorer.conversation.value = styled('<p class="mr-note">Click a row in the Attempts tab to read its conversation here.</p>')
+        explorer.conversation.value = styled('<p class="mr-note">Click a row in the Attempts tab '
+                                             'to read its conversation here.</p>')
         return
-    try: explorer.conversation.value = conversation_html(explorer.tables, key, lambda path: _read_cached(explorer, path), explorer.scores)
+    name = explorer.tables.attempts.attempt[key]
+    read = lambda path: _attempt_records(explorer, path, name)
+    try: explorer.conversation.value = conversation_html(explorer.tables, key, read, explorer.scores)
     except Exception as error: explorer.conversation.value = _refusal_html(error, explorer.tree)
 
 # %% ../nbs/13_explore.ipynb #d99d1b3c

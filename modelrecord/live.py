@@ -21,7 +21,7 @@ def file_stamp(path) -> tuple:
 
 # %% ../nbs/11_live.ipynb #e2f93f7d
 class LiveTree:
-    "A shard tree read again as it grows: a read re-reads only the shards that changed (through `load`'s cache), and returns the last tables when none did."
+    "A shard tree read again as it grows: only the shards that changed are read again; the last tables if none did."
     def __init__(self, path,  # a shard tree, or one shard file
                  content: bool = False,  # also keep texts, arguments, results and facts (what scoring reads)
                  errors: Errors = "raise",  # "collect": salvage every line that reads (see `load`)
@@ -32,17 +32,19 @@ class LiveTree:
         self.changes = {}  # what the last `read` found: new, changed, removed (relative paths) and unchanged (a count)
 
     def read(self, progress: Optional[Callable] = None) -> Tables:
-        "The tree's `Tables`, re-reading only new and changed shards; `progress(bytes_read, bytes_to_read)` follows the reading."
+        "The tree's `Tables`, reading again only new and changed shards; `progress(done, total)` follows it in bytes."
         paths = shard_paths(self.path)
         stamps = {path: file_stamp(path) for path in paths}
         stale = [path for path in paths if self.stamps.get(path) != stamps[path]]
         removed = [path for path in self.stamps if path not in stamps]
         if self.tables is None or stale or removed:
-            self.tables = load(self.path, content=self.content, progress=progress or False, errors=self.errors, cache=self.cache)
+            self.tables = load(self.path, content=self.content, progress=progress or False, errors=self.errors,
+                               cache=self.cache)
         elif progress: progress(0, 0)
         root = self.path if self.path.is_dir() else self.path.parent
         name = lambda path: os.path.relpath(path, root)
-        self.changes = {"new": [name(p) for p in stale if p not in self.stamps], "changed": [name(p) for p in stale if p in self.stamps],
+        self.changes = {"new": [name(p) for p in stale if p not in self.stamps],
+                        "changed": [name(p) for p in stale if p in self.stamps],
                         "removed": [name(p) for p in removed], "unchanged": len(paths) - len(stale)}
         self.stamps = stamps
         return self.tables

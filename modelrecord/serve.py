@@ -31,7 +31,7 @@ PATH_ENV = "MODELRECORD_EXPLORE_PATH"  # the tree the served page shows; set by 
 KEY_ENV = "MODELRECORD_EXPLORE_KEY"  # the answer key its verdicts are scored against, when `serve` was given one
 
 # %% ../nbs/14_serve.ipynb #c0a1f2e3
-ANY_PATH_ENV = "MODELRECORD_EXPLORE_ANY_PATH"  # "1": the page's path box opens any path; set by `serve(allow_any_path=True)`
+ANY_PATH_ENV = "MODELRECORD_EXPLORE_ANY_PATH"  # "1": the page's path box opens any path (`serve(allow_any_path=True)`)
 
 # %% ../nbs/14_serve.ipynb #7b720bec
 def _served(*parts) -> Path:
@@ -47,7 +47,7 @@ def served_notebook() -> Path:
 def confined_path(root,  # the tree the page serves: a directory, or a shard file
                   path,  # what the path box names (relative paths are taken from the tree); blank: `root`
                  ) -> Path:
-    "`path` resolved, if it and every shard under it lie in `root` (resolved, links followed); else a `ShardError` naming `path` as given."
+    "`path` resolved, if it and every shard under it lie in `root` (links followed); else a `ShardError` naming `path`."
     root, given = Path(root).resolve(), str(path).strip()
     base = root if root.is_dir() else root.parent
     wanted = (base / Path(given).expanduser()).resolve() if given else root
@@ -97,7 +97,7 @@ class ConfinedExplorer(Explorer):
 # %% ../nbs/14_serve.ipynb #e5f4a3b2
 def page_explorer(environ=None,  # the environment `serve` set (default: `os.environ`)
                   load: bool = True):  # read the tree at once
-    "The explorer the served page shows: of the tree `PATH_ENV` names (scored against the key `KEY_ENV` names), confined to it unless `ANY_PATH_ENV` is 1."
+    "The page's explorer: of the tree `PATH_ENV` names, scored by `KEY_ENV`'s key, confined unless `ANY_PATH_ENV` is 1."
     environ = os.environ if environ is None else environ
     tree, key = environ.get(PATH_ENV) or None, environ.get(KEY_ENV) or None
     if environ.get(ANY_PATH_ENV) == "1" or tree is None: return Explorer(tree, load=load, key=key)
@@ -119,8 +119,8 @@ def _free_port() -> int:
 
 # %% ../nbs/14_serve.ipynb #7ef75990
 _PAGE_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8",
-                   "@voila-dashboards/widgets-manager7", "anywidget")  # the JupyterLab extensions the page loads: the widget managers,
-                   # and anywidget, which draws the attempts grid (itables' widget)
+                   "@voila-dashboards/widgets-manager7", "anywidget")  # the JupyterLab extensions the page loads:
+                   # the widget managers, and anywidget, which draws the attempts grid (itables' widget)
 
 # %% ../nbs/14_serve.ipynb #a859ab15
 def _voila_command(port: int,  # the port on 127.0.0.1
@@ -129,7 +129,8 @@ def _voila_command(port: int,  # the port on 127.0.0.1
                    warm: int,  # kernels kept pre-warmed (0: none)
                   ) -> list:
     "The command that serves `served_notebook()` on 127.0.0.1:`port` with the page template and the settings above."
-    return [sys.executable, "-m", "voila", str(served_notebook()), "--no-browser", f"--port={port}", "--template=modelrecord",
+    return [sys.executable, "-m", "voila", str(served_notebook()), "--no-browser", f"--port={port}",
+            "--template=modelrecord",
             "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", "--token", "--Voila.log_level=WARN",
             *(f"--VoilaConfiguration.extension_allowlist={name}" for name in _PAGE_EXTENSIONS),
             f"--VoilaConfiguration.preheat_kernel={warm > 0}", f"--VoilaConfiguration.default_pool_size={warm}",
@@ -140,7 +141,7 @@ def _voila_command(port: int,  # the port on 127.0.0.1
 
 # %% ../nbs/14_serve.ipynb #2d0b4b30
 def _voila_env(path, token: str, allow_any_path: bool, key=None) -> dict:
-    "The environment Voila runs in: its token, the tree to show and whether the page may leave it, the answer key (if any), where the page template is."
+    "Voila's environment: its token, the tree, whether the page may leave it, the answer key, where the template is."
     env = {**os.environ, "JUPYTER_TOKEN": token, PATH_ENV: str(Path(path).resolve())}
     env.pop("JUPYTER_TOKEN_FILE", None)
     if allow_any_path: env[ANY_PATH_ENV] = "1"
@@ -176,7 +177,8 @@ def _wait(child: subprocess.Popen, port: int, where: str, out) -> int:
     try:
         while not _answers(port):
             if child.poll() is not None:
-                print(f"modelrecord explore: voila stopped with status {child.returncode} before serving", file=sys.stderr)
+                print(f"modelrecord explore: voila stopped with status {child.returncode} before serving",
+                      file=sys.stderr)
                 return child.returncode or 1
             time.sleep(0.2)
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
@@ -198,11 +200,12 @@ def serve(path,  # the shard tree or shard file to show
           warm: int = 1,  # kernels kept pre-warmed for the next views (0: each view starts its own)
           key=None,  # an answer key file: the page shows each attempt's verdict against it
          ) -> int:
-    "Serve the explorer of the tree at `path` on http://127.0.0.1:`port` (0: a free port) until Ctrl-C; return the exit status."
+    "Serve the explorer of the tree at `path` on http://127.0.0.1:`port` until Ctrl-C; return the exit status."
     out = out or sys.stdout
     port, token = port or _free_port(), secrets.token_urlsafe(18)
     if _answers(port):
-        print(f"modelrecord explore: port {port} is in use; choose another with --port, or leave it out", file=sys.stderr)
+        print(f"modelrecord explore: port {port} is in use; choose another with --port, or leave it out",
+              file=sys.stderr)
         return 1
     with tempfile.TemporaryDirectory(prefix="modelrecord-explore-") as private:
         _trust(served_notebook(), Path(private))

@@ -25,7 +25,7 @@ from .tables import Tables
 
 # %% ../nbs/12_transcript.ipynb #bb12dee1
 class AttemptLines(NamedTuple):
-    "The lines of one attempt, as read from its shard: its attempt line, and its turns, calls and verifies in file order."
+    "The lines of one attempt, as read from its shard: its attempt line; its turns, calls and verifies in file order."
     path: Path  # the shard file
     attempt: object  # the `Attempt` line (None when the shard no longer holds it)
     turns: list
@@ -74,7 +74,7 @@ def badge(text, colour: str, title: str = "") -> str:
 # %% ../nbs/12_transcript.ipynb #4d1af932
 GOOD, WARN, BAD = ENDING_COLOURS[ENDED_COMPLETED], ENDING_COLOURS[ENDED_OVER_BUDGET], ENDING_COLOURS[ENDED_MALFORMED]
 NEUTRAL = "#78909c"  # neither good nor bad: a preview, an ending without a colour
-TRUNCATED_BADGE = badge("truncated", BAD, "cut at the 64 KiB cap when it was written")  # a result or text cut at the cap
+TRUNCATED_BADGE = badge("truncated", BAD, "cut at the 64 KiB cap when it was written")  # a result or text cut
 
 # %% ../nbs/12_transcript.ipynb #f5b4b6be
 def ending_badge(ended_by) -> str:
@@ -154,11 +154,12 @@ def _folded(title: str, text: str, cut: bool, open_below: int = 0) -> str:
     if not text: return ""
     mark = f" {TRUNCATED_BADGE}" if cut else ""
     opened = " open" if len(text) < open_below else ""
-    return f'<details{opened}><summary>{escape(title)} ({plural(len(text.encode()), "byte")}){mark}</summary>{_pre(text)}</details>'
+    size = plural(len(text.encode()), "byte")
+    return f'<details{opened}><summary>{escape(title)} ({size}){mark}</summary>{_pre(text)}</details>'
 
 # %% ../nbs/12_transcript.ipynb #a8c1f602
 def _action_html(call) -> str:
-    "What a call asked of the server and what it did: the action requested and the one dispatched, or that it named none."
+    "What a call asked of the server and what it did: the action requested and the one dispatched, or none."
     tool = f" (tool {call.dispatched_tool})" if call.dispatched_tool and call.dispatched_tool != call.tool else ""
     unseen = "" if call.dispatch_observed else " (not observed)"
     requested, dispatched = call.requested_action, call.dispatched_action
@@ -173,7 +174,8 @@ def _call_html(call) -> str:
     if call.refusal_reason: facts.append(f"refused: {escape(call.refusal_reason)}")
     if call.duration_ms: facts.append(ms_text(call.duration_ms))
     if call.requests: facts.append(plural(call.requests, "API request"))
-    head = f'<b>call {call.index}</b> <code>{escape(call.tool)}</code> {_outcome_badge(call.outcome)} · {" · ".join(facts)}'
+    head = (f'<b>call {call.index}</b> <code>{escape(call.tool)}</code> {_outcome_badge(call.outcome)} · '
+            f'{" · ".join(facts)}')
     return (f'<div class="mr-call">{head}{_folded("result", _pretty(call.result), call.result_truncated)}'
             f'{_folded("text", call.text, call.text_truncated, open_below=800)}</div>')
 
@@ -184,7 +186,8 @@ def _turn_html(turn, cost: Optional[dict], after: str = "") -> str:
                        if getattr(turn.usage, name) or name in ("input", "output"))
     price = "cost not loaded yet" if cost is None else usd_text(cost["cost"])
     head = (f'<b>turn {turn.index}</b>' + (f' try {turn.try_}' if turn.try_ > 1 else '') +
-            f' {_status_badge(turn.status)} <span class="mr-meta">{ms_text(turn.latency_ms)} · {usage} · {price}</span>')
+            f' {_status_badge(turn.status)} <span class="mr-meta">{ms_text(turn.latency_ms)} · {usage} · '
+            f'{price}</span>')
     detail = f'<div class="mr-meta">{escape(turn.detail)}</div>' if turn.detail else ""
     return f'<div class="mr-turn">{head}{detail}{"".join(map(_block_html, turn.blocks))}{after}</div>'
 
@@ -195,7 +198,8 @@ def _verifies_html(verifies: list) -> str:
     rows = "".join(f'<tr><td class="mr-l">{escape(v.name)}</td><td class="mr-l">'
                    f'{badge("passed", GOOD) if v.passed else badge("failed", BAD)}</td>'
                    f'<td class="mr-l">{escape(v.detail)}</td></tr>' for v in verifies)
-    return f'<h4>Verify</h4><table class="mr-grid"><tr><th class="mr-l">check</th><th class="mr-l"></th><th class="mr-l">detail</th></tr>{rows}</table>'
+    head = '<tr><th class="mr-l">check</th><th class="mr-l"></th><th class="mr-l">detail</th></tr>'
+    return f'<h4>Verify</h4><table class="mr-grid">{head}{rows}</table>'
 
 # %% ../nbs/12_transcript.ipynb #863d7746
 def _header_html(tables: Tables, key: int, lines: AttemptLines, costs: pd.DataFrame) -> str:
@@ -207,7 +211,8 @@ def _header_html(tables: Tables, key: int, lines: AttemptLines, costs: pd.DataFr
     tokens = " · ".join(f"{count_text(costs[name].sum())} {name.replace('_', ' ')}" for name in TOKEN_CATEGORIES)
     total = usd_text(costs.cost.sum(min_count=1))  # no priced turn line: unpriced
     return (f'<h3>{escape(row.attempt)} {ending_badge(row.ended_by)}</h3><div>{where}</div>{reason}'
-            f'<div class="mr-meta">{plural(len(lines.turns), "turn line")} · {plural(len(lines.calls), "call")} · {tokens} · {total}'
+            f'<div class="mr-meta">{plural(len(lines.turns), "turn line")} · {plural(len(lines.calls), "call")} · '
+            f'{tokens} · {total}'
             f'<br>run {escape(row.run_id)} · shard {escape(row.shard)}</div>')
 
 # %% ../nbs/12_transcript.ipynb #9d1e2a02
@@ -216,52 +221,62 @@ def _verdicts_of(scores, key: int) -> tuple:
     if scores is None or key not in scores.attempts.index: return [], {}
     steps = scores.steps[scores.steps.attempt_key == key].to_dict("records")
     arguments = {}
-    for row in scores.arguments[scores.arguments.attempt_key == key].to_dict("records"): arguments.setdefault(row["position"], []).append(row)
+    for row in scores.arguments[scores.arguments.attempt_key == key].to_dict("records"):
+        arguments.setdefault(row["position"], []).append(row)
     return steps, arguments
 
 def _argument_html(a: dict) -> str:
     "One argument's verdict: sent against wanted, and why it missed."
     sent = "nothing" if a["sent"] is None or a["sent"] != a["sent"] else f"<code>{escape(a['sent'])}</code>"
-    if not a["compared"]: return f"<li><code>{escape(a['name'])}</code> sent {sent} ({escape(a['truth'])}: not compared)</li>"
+    name = f"<code>{escape(a['name'])}</code>"
+    if not a["compared"]: return f"<li>{name} sent {sent} ({escape(a['truth'])}: not compared)</li>"
     mark = badge("matched", "#2e7d32") if a["matched"] else badge(a["why"], "#c62828", a["reason"])
-    return f"<li><code>{escape(a['name'])}</code> sent {sent}, wanted <code>{escape(a['want'] or '-')}</code> {mark}</li>"
+    return f"<li>{name} sent {sent}, wanted <code>{escape(a['want'] or '-')}</code> {mark}</li>"
 
 def _step_html(step: dict, arguments: list) -> str:
     "One step's verdict: how its call named it, what the answer was worth, its arguments."
     good = step["complete"]
     head = badge("step done" if good else (step["why"] or "not done"), "#2e7d32" if good else "#c62828", step["reason"])
     how = f"reached by call {step['call']} ({escape(step['matched_by'])})" if step["reached"] else "not reached"
-    facts = [how, f"answer {escape(step['answer'] or '-')}"] + ([f"declined {escape(step['decline'])}"] if step["decline"] else []) + (
-        [f"confirmation {escape(step['confirmation'])}"] if step["confirmation"] else []) + ([f"{step['retries']} sent back first"] if step["retries"] else [])
+    facts = [how, f"answer {escape(step['answer'] or '-')}"]
+    if step["decline"]: facts.append(f"declined {escape(step['decline'])}")
+    if step["confirmation"]: facts.append(f"confirmation {escape(step['confirmation'])}")
+    if step["retries"]: facts.append(f"{step['retries']} sent back first")
     listed = f"<ul>{''.join(map(_argument_html, arguments))}</ul>" if arguments else ""
-    return (f'<div class="mr-step"><b>step {step["position"]}</b> <code>{escape(step["name"])}</code> {head} · {" · ".join(facts)}'
+    return (f'<div class="mr-step"><b>step {step["position"]}</b> <code>{escape(step["name"])}</code> {head} · '
+            f'{" · ".join(facts)}'
             f'<div class="mr-meta">{escape(step["reason"])}</div>{listed}</div>')
 
 def _verdict_html(scores, key: int, steps: list, arguments: dict) -> str:
     "The attempt's verdict, and the steps no call reached."
     if key not in scores.attempts.index: return '<p class="mr-note">This attempt has no verdict.</p>'
     row = scores.attempts.loc[key]
-    colour = "#2e7d32" if row.outcome == "completed" else "#78909c" if row.outcome in ("skipped", "provider_error", "harness_error") else "#c62828"
+    colour = ("#2e7d32" if row.outcome == "completed"
+              else "#78909c" if row.outcome in ("skipped", "provider_error", "harness_error") else "#c62828")
     flags = " · ".join(f"{name} {'yes' if row[name] else 'no'}" for name in ("clean", "unaided", "verified"))
     unreached = "".join(_step_html(s, arguments.get(s["position"], [])) for s in steps if not s["reached"])
-    return (f'<h4>Verdict {badge(row.outcome, colour, row.why)}</h4><div>{escape(row.reason)}</div><div class="mr-meta">{flags} · '
-            f'{plural(row.discovery, "catalog search", "catalog searches")} · {plural(row.invalid_params, "call")} refused invalid_params</div>'
+    return (f'<h4>Verdict {badge(row.outcome, colour, row.why)}</h4><div>{escape(row.reason)}</div>'
+            f'<div class="mr-meta">{flags} · '
+            f'{plural(row.discovery, "catalog search", "catalog searches")} · '
+            f'{plural(row.invalid_params, "call")} refused invalid_params</div>'
             f'{unreached}')
 
 # %% ../nbs/12_transcript.ipynb #684f88f0
 def conversation_html(tables: Tables,  # the tables the attempt is a row of
                       key: int,  # its `attempt_key`
                       read: Callable = read_shard,  # reads its shard file
-                      scores=None,  # the `Scores` of `tables` against an answer key: each step's verdict beside its call
+                      scores=None,  # the `Scores` of `tables` against a key: each step's verdict beside its call
                      ) -> str:
-    "The conversation of the attempt `key` of `tables` as HTML: stimulus, turns, blocks, calls, verifies, tokens and cost."
+    "The conversation of the attempt `key` of `tables` as HTML: stimulus, turns, calls, verifies, tokens and cost."
     lines = attempt_lines(tables, key, read)
     costs = tables.turns[tables.turns.attempt_key == key]
-    by_line = {(turn, tried): row for (turn, tried), row in zip(zip(costs.turn, costs["try"]), costs.to_dict("records"))}
+    by_line = {(turn, tried): row
+               for (turn, tried), row in zip(zip(costs.turn, costs["try"]), costs.to_dict("records"))}
     parts = [_header_html(tables, key, lines, costs)]
     steps, arguments = _verdicts_of(scores, key)
     if scores is not None: parts.append(_verdict_html(scores, key, steps, arguments))
-    beside = lambda call: _call_html(call) + "".join(_step_html(s, arguments.get(s["position"], [])) for s in steps if s["call"] == call.index)
+    beside = lambda call: _call_html(call) + "".join(_step_html(s, arguments.get(s["position"], []))
+                                                     for s in steps if s["call"] == call.index)
     stimulus = lines.attempt.stimulus if lines.attempt is not None else ""
     if stimulus: parts.append(f"<h4>Stimulus</h4>{_pre(stimulus)}")
     calls = {}
@@ -270,6 +285,7 @@ def conversation_html(tables: Tables,  # the tables the attempt is a row of
     for i, turn in enumerate(lines.turns):
         after = "".join(map(beside, calls.pop(turn.index, []))) if last_try[turn.index] == i else ""
         parts.append(_turn_html(turn, by_line.get((turn.index, turn.try_)), after))
-    parts += [f'<div class="mr-turn">calls at turn {turn}{"".join(map(beside, left))}</div>' for turn, left in calls.items()]
+    parts += [f'<div class="mr-turn">calls at turn {turn}{"".join(map(beside, left))}</div>'
+              for turn, left in calls.items()]
     parts.append(_verifies_html(lines.verifies))
     return styled("".join(parts))

@@ -1,7 +1,7 @@
 """What the tests need to know of processes (Linux /proc): a free port, a process's descendants,
-whether one still runs, its command line, how a forked child ended, which descriptor is open on a
-file; and `modelrecord explore` run until its address is printed, then stopped by PID with
-everything it started."""
+whether one still runs, its command line, when they have gone quiet, how a forked child ended,
+which descriptor is open on a file; and `modelrecord explore` run until its address is printed,
+then stopped by PID with everything it started."""
 import os
 import queue
 import signal
@@ -44,6 +44,28 @@ def cmdline(pid: int) -> str:
     "The command line of `pid`, as any local user can read it ('' once it is gone)."
     try: return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError: return ""
+
+
+def cpu_ticks(pids) -> int:
+    "The processor time (clock ticks, user and system) the processes `pids` have used so far (0 for one gone)."
+    total = 0
+    for pid in pids:
+        try: fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError: continue
+        total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def settled(pid: int, still: float = 2.0, wait: float = 180) -> float:
+    "Seconds until `pid`'s descendants (one at least) stayed the same processes, using no processor time, for `still` s."
+    started, last = time.monotonic(), None
+    while time.monotonic() - started < wait:
+        pids = sorted(descendants(pid))
+        now = (pids, cpu_ticks(pids)) if pids else None
+        if now is not None and now == last: return time.monotonic() - started
+        last = now
+        time.sleep(still)
+    raise TimeoutError(f"the processes of {pid} still worked after {wait:.0f} s")
 
 
 def exit_code(pid: int, wait: float = 30):
