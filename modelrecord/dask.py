@@ -14,6 +14,10 @@ from typing import NamedTuple, Optional
 import dask
 import dask.dataframe as dd
 import fsspec
+from dask._task_spec import Task, TaskRef
+from dask.base import tokenize
+from dask.dataframe.dask_expr._collection import new_collection
+from dask.dataframe.dask_expr.io.io import FromGraph
 import numpy as np
 import pandas as pd
 
@@ -83,6 +87,20 @@ def shard_partition(batch: Batch, at: int, name: str) -> pd.DataFrame:
     return frame
 
 # %% ../nbs/05_dask.ipynb #c9aed156
+class _ShardPartitions(FromGraph):
+    "A table's frame whose partition n is the task `shard_partition(batch, at, name)` of `keys[n]`, over the batches' tasks."
+    def __dask_tokenize__(self) -> str:
+        "The frame's name: its batches' keys (themselves tokens of what they read), the shards in them, its table."
+        if not self._determ_token:
+            self._determ_token = tokenize("shard-partitions", self.operand("keys"), self.operand("name_prefix"))
+        return self._determ_token
+
+    def _layer(self) -> dict:
+        layer = dict(self.operand("layer"))  # the batches' tasks
+        for key, (batch, at, name) in zip(self.__dask_keys__(), self.operand("keys")):
+            layer[key] = Task(key, shard_partition, TaskRef(batch), at, name)
+        return layer
+
 def _meta(content: bool) -> dict:
     "Table -> an empty frame with the dtypes every partition has, categoricals' categories unknown."
     empty = combine([batch_tables([], content)])
@@ -94,11 +112,11 @@ class DaskTables:
         self.fs, self.paths, self.content = fs, paths, content
         runs = _batches(list(range(len(paths))), fs.sizes(paths), 1)  # consecutive shards, about BATCH_BYTES a run
         self.batches = [dask.delayed(batch_frames, pure=True)(fs, [paths[i] for i in run], content) for run in runs]
-        meta = _meta(content)
+        meta, graph, divisions = _meta(content), {}, (None,) * (len(paths) + 1)
+        for batch in self.batches: graph.update(batch.__dask_graph__())
         for name in TABLES:
-            parts = [dask.delayed(shard_partition, pure=True)(batch, at, name)
-                     for batch, run in zip(self.batches, runs) for at in range(len(run))]
-            setattr(self, name, dd.from_delayed(parts, meta=meta[name], verify_meta=False))
+            picks = [(batch.key, at, name) for batch, run in zip(self.batches, runs) for at in range(len(run))]
+            setattr(self, name, new_collection(_ShardPartitions(graph, meta[name], divisions, picks, f"shard-{name}")))
 
     def __getitem__(self, name: str) -> dd.DataFrame: return getattr(self, name)
     def items(self) -> list:
