@@ -80,7 +80,7 @@ def batch_frames(fs, paths: list, content: bool = False) -> Batch:
 def shard_partition(batch: Batch, at: int, name: str) -> pd.DataFrame:
     "The rows of table `name` of the `at`-th shard of `batch`, its row numbers and keys counting within that shard."
     start, stop = batch.starts[name][at:at + 2]
-    frame = batch.tables[name].iloc[start:stop]  # a view: a slice of Arrow strings is sent (and sized) as the slice alone
+    frame = batch.tables[name].iloc[start:stop]  # a view: Dask sizes and sends a slice as its rows alone
     shard = pd.Categorical.from_codes(np.zeros(stop - start, np.int8), pd.Index([batch.paths[at]], dtype="str"))
     frame = frame.assign(**{key: local.iloc[start:stop] for key, local in batch.local[name].items()}, shard=shard)
     frame.index = frame.index - start
@@ -88,7 +88,7 @@ def shard_partition(batch: Batch, at: int, name: str) -> pd.DataFrame:
 
 # %% ../nbs/05_dask.ipynb #c9aed156
 class _ShardPartitions(FromGraph):
-    "A table's frame whose partition n is the task `shard_partition(batch, at, name)` of `keys[n]`, over the batches' tasks."
+    "A table's frame whose partition n is the task `shard_partition(batch, at, name)` of `keys[n]`, over the batches."
     def __dask_tokenize__(self) -> str:
         "The frame's name: its batches' keys (themselves tokens of what they read), the shards in them, its table."
         if not self._determ_token:
