@@ -16,6 +16,7 @@ import dask.dataframe as dd
 import fsspec
 from dask._task_spec import Task, TaskRef
 from dask.base import tokenize
+from dask.sizeof import sizeof
 from dask.dataframe.dask_expr._collection import new_collection
 from dask.dataframe.dask_expr.io.io import FromGraph
 import numpy as np
@@ -46,6 +47,11 @@ class Batch(NamedTuple):
     paths: list  # the shards, as listed
     starts: dict  # table -> the first row of each shard, and one past the last
     local: dict  # table -> key column -> the key counted within its row's shard (missing when it points outside it)
+
+@sizeof.register(Batch)
+def _batch_bytes(batch: Batch) -> int:
+    "A batch's size as Dask counts its frames, so that the scheduler cuts partitions where the batch is, not moves it."
+    return sum(sizeof(frame) for _, frame in batch.tables.items())
 
 def _read(fs, paths: list, content: bool) -> Tables:
     "The combined `batch_tables` of the shards `paths` on `fs`, copied to a temporary directory first when remote."
