@@ -25,7 +25,7 @@ import pandas as pd
 from .reader import ShardError, is_shard_name
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
 from .score import DEFAULT_BY, PUBLISHED, Ratio, load_key, overhead_text, score
-from .summary import costs, endings, retries, summary as summary_in_memory, tokens, wilson
+from .summary import costs, endings, retries, tokens, wilson
 from .tables import COST_COLUMNS, TABLES, Tables, _batches, batch_tables, combine
 
 # %% ../nbs/05_dask.ipynb #0e836abe
