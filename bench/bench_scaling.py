@@ -3,24 +3,34 @@
     python bench/bench_scaling.py [--sizes 0.2,1,4] [--repeat 1]
 
 Each tree is written with `modelrecord.sample.write_tree` under /tmp: 9 targets of shards of about
-1.5 MB (as many processes as the size needs). Measured each in a fresh subprocess (see
-bench_tables.py): `read_shards`, `load()` on 1 and 2 workers (no cache), a cached `load()` (the
-cache filled first), and the Dask load on a LocalCluster of 2 worker processes (every table
-persisted on the workers; their peak memory summed). For each measurement: seconds and peak MB
-per size, seconds per GB, and whether it grows linearly (seconds per GB at the largest size within
-1.5x of the smallest's, the same for memory). The machine is shared: compare within a run.
+1.5 MB (as many processes as the size needs). Measured each in a fresh subprocess, so that its peak
+memory (ru_maxrss) is its own:
+- read_shards, load_1, load_2, cache_warm, dask_2: as in bench_tables.py (`read_shards`; `load()`
+  on 1 and 2 workers, no cache; a cached `load()`, the cache filled first; the Dask load on a
+  LocalCluster of 2 worker processes, every table persisted on the workers, their peaks summed);
+- summary_2: `load()` on 2 workers and `summary()` in memory, the baseline of
+- dask_summary_2: `modelrecord.dask.load` and `modelrecord.dask.summary` on the same 2-process
+  cluster (the cluster's start and its workers' imports are not timed).
+For each measurement: seconds, CPU seconds and peak MB per size, seconds per GB, and whether it
+grows linearly (seconds per GB at the largest size within 1.5x of the smallest's, the same for peak
+memory per GB). Then the Dask ratios per size. The machine is shared: compare within a run.
 """
 import argparse
+import json
 import os
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_tables import SCALING_MEASURES, run  # noqa: E402
+from bench_tables import SCALING_MEASURES, run as run_tables  # noqa: E402
 
+SUMMARY_MEASURES = ("summary_2", "dask_summary_2")  # measured here; the others by bench_tables.py
+MEASURES = SCALING_MEASURES + SUMMARY_MEASURES
 TARGETS = tuple(f"{e}-{i}" for i in range(5) for e in ("ce", "ee"))[:9]
 SHARD_BYTES = 1_500_000
 
@@ -32,44 +42,99 @@ def write(size_gb: float, root: Path) -> Path:
     per_target = max(1, round(total / SHARD_BYTES / len(TARGETS)))
     start = time.perf_counter()
     tree = write_tree(root / f"{size_gb}gb", seed=0, targets=TARGETS, shards_per_target=per_target, target_bytes=total)
-    print(f"wrote {size_gb} GB ({per_target * len(TARGETS)} shards) in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    print(f"wrote {size_gb} GB ({per_target * len(TARGETS)} shards) in {time.perf_counter() - start:.0f} s",
+          file=sys.stderr, flush=True)
     return tree
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="0.2,1,4")
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="bench-scaling-", dir="/tmp"))
-    rows = {}
-    try:
-        for size in map(float, args.sizes.split(",")):
-            tree = write(size, root)
-            gb = sum(p.stat().st_size for p in tree.rglob("modeleval-*.jsonl")) / 1e9
-            shards = len(list(tree.rglob("modeleval-*.jsonl")))
-            for name in SCALING_MEASURES:
-                runs = [run(name, tree) for _ in range(args.repeat)]
-                best = min(runs, key=lambda r: r["seconds"])
-                rows[(size, name)] = (gb, shards, best["seconds"], best["cpu"], max(best["peak_mb"], best["children_peak_mb"]))
-                print(f"{size} GB {name}: {best['seconds']:.1f} s", file=sys.stderr, flush=True)
-            shutil.rmtree(tree)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+def measure(name: str, tree: str) -> dict:
+    "Run one summary measurement in this process; return seconds, CPU seconds and memory figures."
+    import distributed
+    import modelrecord.dask
+    import modelrecord.summary
+    import modelrecord.tables  # noqa: F401  (imports are not part of the time)
+    if name == "summary_2":
+        wall, cpu = time.perf_counter(), time.process_time()
+        modelrecord.summary.summary(modelrecord.tables.load(tree, workers=2, progress=False, cache=False))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {"seconds": wall, "cpu": cpu + children.ru_utime + children.ru_stime,
+                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3, "children_peak_mb": children.ru_maxrss / 1e3}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        client.run(lambda: __import__("modelrecord.dask"))  # the workers' imports are part of the cluster's start
+        wall, cpu = time.perf_counter(), time.process_time()
+        modelrecord.dask.summary(modelrecord.dask.load(tree))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        workers = client.run(lambda: (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                                      resource.getrusage(resource.RUSAGE_SELF).ru_utime))
+    return {"seconds": wall, "cpu": cpu + sum(u for _, u in workers.values()),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+            "children_peak_mb": sum(m for m, _ in workers.values()) / 1e3}
+
+
+def run(name: str, tree: Path) -> dict:
+    "One measurement in a fresh subprocess."
+    if name not in SUMMARY_MEASURES: return run_tables(name, tree)
+    out = subprocess.run([sys.executable, __file__, "--measure", name, "--tree", str(tree)], capture_output=True, text=True)
+    if out.returncode: raise RuntimeError(f"{name} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def report(rows: dict, loads: dict):
+    "Print the scaling table and the Dask ratios."
     sizes = sorted({size for size, _ in rows})
-    print(f"cores: {len(os.sched_getaffinity(0))}, shared with other work")
-    print(f"{'measurement':<12}" + "".join(f"{f'{s} GB: s':>11}{'cpu s':>8}{'peak MB':>9}{'s/GB':>7}" for s in sizes) + "  linear?")
-    for name in SCALING_MEASURES:
-        line, per_gb, per_gb_mem = f"{name:<12}", [], []
+    print(f"cores: {len(os.sched_getaffinity(0))}, shared with other work; load average (1 min) before/after each size: "
+          + ", ".join(f"{s} GB {a:.1f}/{b:.1f}" for s, (a, b) in loads.items()))
+    print("trees: " + ", ".join(f"{size} GB = {rows[(size, 'read_shards')][0]:.2f} GB in {rows[(size, 'read_shards')][1]} shards"
+                                for size in sizes))
+    print(f"{'measurement':<15}" + "".join(f"{f'{s} GB: s':>11}{'cpu s':>8}{'peak MB':>9}{'s/GB':>7}" for s in sizes) + "  linear?")
+    for name in MEASURES:
+        line, per_gb, per_gb_mem = f"{name:<15}", [], []
         for size in sizes:
             gb, shards, seconds, cpu, peak = rows[(size, name)]
             per_gb.append(seconds / gb)
             per_gb_mem.append(peak / gb)
             line += f"{seconds:>11.1f}{cpu:>8.1f}{peak:>9.0f}{seconds / gb:>7.1f}"
         time_linear = per_gb[-1] <= 1.5 * per_gb[0]
-        memory = "cached: mapped" if name == "cache_warm" else ("memory linear" if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else "memory grows faster")
+        memory = ("memory linear" if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else "memory grows faster") if name != "cache_warm" else \
+            f"memory {'linear' if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else 'grows faster'} (mapped)"
         print(line + f"  time {'linear' if time_linear else 'grows faster'} ({per_gb[-1] / per_gb[0]:.2f}x s/GB), {memory}")
-    print("trees: " + ", ".join(f"{size} GB = {rows[(size, 'read_shards')][0]:.2f} GB in {rows[(size, 'read_shards')][1]} shards" for size in sizes))
+    print("Dask on 2 worker processes against load() on 2 workers, same run:")
+    for size in sizes:
+        t = {name: rows[(size, name)][2] for name in MEASURES}
+        print(f"  {size} GB: dask load+summary / load+summary = {t['dask_summary_2'] / t['summary_2']:.2f}, "
+              f"dask load (all tables persisted) / load_2 = {t['dask_2'] / t['load_2']:.2f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="0.2,1,4")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=SUMMARY_MEASURES, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.tree)))
+        return
+    root = Path(tempfile.mkdtemp(prefix="bench-scaling-", dir="/tmp"))
+    rows, loads = {}, {}
+    try:
+        for size in map(float, args.sizes.split(",")):
+            tree = write(size, root)
+            shards = list(tree.rglob("modeleval-*.jsonl"))
+            gb = sum(p.stat().st_size for p in shards) / 1e9
+            before = os.getloadavg()[0]
+            for name in MEASURES:
+                runs = [run(name, tree) for _ in range(args.repeat)]
+                best = min(runs, key=lambda r: r["seconds"])
+                rows[(size, name)] = (gb, len(shards), best["seconds"], best["cpu"], max(best["peak_mb"], best["children_peak_mb"]))
+                print(f"{size} GB {name}: {best['seconds']:.1f} s (load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+            loads[size] = (before, os.getloadavg()[0])
+            shutil.rmtree(tree)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        if rows: report({k: v for k, v in rows.items() if k[0] in loads}, loads)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ import fsspec
 import pandas as pd
 import pytest
 
-from modelrecord.dask import load as load_dask, summary as summary_dask
-from modelrecord.sample import write_tree
+from modelrecord.dask import LATENCY_ACCURACY, load as load_dask, score_table, summary as summary_dask
+from modelrecord.sample import KEY_NAME, write_tree
+from modelrecord.score import score
 from modelrecord.summary import summary
 from modelrecord.tables import TABLES, load
 
@@ -25,7 +26,11 @@ def _compare(spread: pd.DataFrame, expected: pd.DataFrame):
     counts = [c for c in expected.columns if pd.api.types.is_integer_dtype(expected[c])]
     assert "attempts" in counts and "retries" in counts
     for column in counts: assert (spread[column].to_numpy() == expected[column].to_numpy()).all(), column
-    for column in expected.columns.difference(counts):
+    latencies = [c for c in expected.columns if c.startswith("latency_p")]
+    assert latencies and "approximated" in spread.attrs["latency"]
+    for column in latencies:  # approximated: within LATENCY_ACCURACY of the exact percentile, relative
+        assert ((spread[column] - expected[column]).abs() <= LATENCY_ACCURACY * expected[column]).all(), column
+    for column in expected.columns.difference(counts + latencies):
         pd.testing.assert_series_equal(spread[column], expected[column], check_exact=False, rtol=1e-9, atol=1e-9,
                                        check_dtype=False, check_names=False)
 
@@ -44,6 +49,36 @@ def test_process_cluster_summary_equals_the_in_memory_one(tree):
     in_memory = load(tree, cache=False)
     assert len(turns) == len(in_memory.turns) and len(attempts) == len(in_memory.attempts)
     assert turns.input.sum() == in_memory.turns.input.sum()
+
+
+def test_process_cluster_score_table_equals_the_in_memory_one(tree):
+    key = tree / KEY_NAME
+    expected = score(load(tree, content=True, cache=False), key).table()
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster):
+        spread = score_table(load_dask(tree, content=True), key)
+    assert list(spread.columns) == list(expected.columns) and list(spread.index) == list(expected.index)
+    assert expected.attempts.sum() > 0 and expected.completion_numerator.sum() > 0
+    pd.testing.assert_frame_equal(spread, expected, check_exact=True)
+
+
+def test_score_table_needs_content(tree):
+    with pytest.raises(ValueError, match="content=True"): score_table(load_dask(tree), tree / KEY_NAME)
+
+
+def test_partitions_are_the_shards_read_alone(tree):
+    from modelrecord.tables import combine, shard_tables
+    tables = load_dask(tree)
+    assert len(tables.batches) < tables.turns.npartitions  # shards are read in batches, cut into one partition each
+    with dask.config.set(scheduler="synchronous"):
+        for at, path in enumerate(tables.paths):
+            alone = combine([shard_tables(path)])
+            for name in ("attempts", "turns", "blocks"):
+                part = tables[name].get_partition(at).compute()
+                assert set(part.shard) <= {path}, name
+                key = {"attempts": "session_key", "turns": "attempt_key", "blocks": "turn_key"}[name]
+                assert part[key].tolist() == alone[name][key].tolist(), (name, path)
+                assert list(part.index) == list(alone[name].index), (name, path)
 
 
 def test_by_two_columns(tree):
