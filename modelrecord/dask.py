@@ -24,7 +24,7 @@ import pandas as pd
 
 from .reader import ShardError, is_shard_name
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
-from .score import DEFAULT_BY, PUBLISHED, Ratio, load_key, overhead_text, score
+from .score import DEFAULT_BY, load_key, published_table, score
 from .summary import costs, endings, retries, tokens, wilson
 from .tables import COST_COLUMNS, TABLES, Tables, _batches, batch_tables, combine
 
@@ -253,23 +253,16 @@ def summary(tables: DaskTables, by="model") -> pd.DataFrame:
 
 # %% ../nbs/05_dask.ipynb #6a9d0e77
 def _scored(batch: Batch, key, by) -> pd.DataFrame:
-    "A batch's published table (`Scores.table`) against `key`: its counts are the partial sums."
-    return score(batch.tables, key).table(by)
+    "A batch's counts per row of `by` and case against `key` (`Scores.table_counts`): the partial sums."
+    return score(batch.tables, key).table_counts(by)
 
 def score_table(tables: DaskTables, key, by=DEFAULT_BY) -> pd.DataFrame:
-    "The published table of `Scores.table`: each batch scored where it is read, counts added up, ratios written last."
+    "The published table of `Scores.table`: each batch scored where it is read, counts per case added up, then published."
     if not tables.content:
         raise ValueError("scoring reads call arguments and results and attempt facts: "
                          "load the tree with load(path, content=True)")
     key = load_key(key)
     parts = dask.compute(*[dask.delayed(_scored)(batch, key, by) for batch in tables.batches])
-    columns = parts[0].columns
-    counted = [name for name in columns if name not in PUBLISHED]
-    levels = list(range(parts[0].index.nlevels))
-    counts = pd.concat(parts)[counted].groupby(level=levels, dropna=False, sort=True).sum().astype("int64")
-    out = counts.copy()
-    for name in PUBLISHED:
-        n, d = counts[f"{name}_numerator"], counts[f"{name}_denominator"]
-        if name == "overhead": out[name] = list(map(overhead_text, counts["find"], counts["invalid_params"], d))
-        else: out[name] = [str(Ratio(a, b)) for a, b in zip(n, d)]
-    return out[columns]
+    levels = list(range(parts[0].index.nlevels))  # a case seen in two batches is one cluster: its counts add up
+    return published_table(pd.concat(parts).groupby(level=levels, dropna=False, sort=True).sum())
+

@@ -1014,7 +1014,22 @@ class Scores:
         return (f"Scores({len(self.attempts)} attempts{': ' + shown if shown else ''}; {len(self.steps)} steps, "
                 f"{len(self.arguments)} arguments; key {os.path.basename(self.key.source)})")
 
-Scores.counts = _counts
+    def counts(self, by: list) -> pd.DataFrame:
+        "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."
+        return _counts(self, by)
+
+    def table_counts(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
+        "The counts `table` publishes: per row of `by` and case (the last level), to be added up or published."
+        return _table_counts(self, by)
+
+    def table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
+        "The published columns per row of `by` (attempt columns; 'row' is the reference's row identity), with intervals."
+        return published_table(self.table_counts(by))
+
+    def to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
+        "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
+        return _to_json(self, by)
+
 
 # %% ../nbs/08_score.ipynb #bd2e3019
 def _tool_schema_digests(self) -> pd.Series:
@@ -1032,6 +1047,8 @@ def _tool_schema_digests(self) -> pd.Series:
                                   index=self.attempts.index)
     return self._digests
 
+
+# %% ../nbs/08_score.ipynb #baff779c
 def published_table(per_case: pd.DataFrame, # `Scores.counts([*by, "case"])`: counts per row and case (the last level)
                    ) -> pd.DataFrame:
     "The published columns per row: text, numerator and denominator, the shares with their intervals, then the tallies."
@@ -1055,19 +1072,20 @@ def published_table(per_case: pd.DataFrame, # `Scores.counts([*by, "case"])`: co
     for name in tallies: out[name] = counts[name]
     return out
 
-def _table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
-    "The published columns per row of `by` (attempt columns; 'row' is the reference's row identity), with intervals."
+
+# %% ../nbs/08_score.ipynb #99a2c483
+def _table_counts(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
+    "The counts per row of `by` and case (the last level) that `table` publishes."
     by = list(ROW_COLUMNS) if by == "row" else [by] if isinstance(by, str) else list(by)
     if "tool_schema_digest" in by and "tool_schema_digest" not in self.attempts:
         self.attempts["tool_schema_digest"] = _tool_schema_digests(self)
     unknown = [name for name in by if name not in self.attempts.columns]
     if unknown: raise ValueError(f"table() groups by columns of Scores.attempts; {', '.join(map(repr, unknown))} "
                                  f"is not one (they are: {', '.join(self.attempts.columns)})")
-    if "case" not in by: return published_table(self.counts([*by, "case"]))
-    per_case = self.counts(by)
-    return published_table(per_case.set_index(per_case.index.get_level_values("case").rename("cluster"), append=True))
+    if "case" not in by: return self.counts([*by, "case"])
+    per_case = self.counts(by)  # grouped by case already: each row is its own cluster
+    return per_case.set_index(per_case.index.get_level_values("case").rename("cluster"), append=True)
 
-Scores.table = _table
 
 # %% ../nbs/08_score.ipynb #cd02af3c
 _JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
@@ -1117,8 +1135,6 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
                                 if row[_tally("confirmations", c)]}
         rows.append(out)
     return {"attempts": attempts, "rows": rows}
-
-Scores.to_json = _to_json
 
 # %% ../nbs/08_score.ipynb #4df4265c
 def table_text(table: pd.DataFrame) -> str:
