@@ -28,14 +28,28 @@ from .live import LiveTree, file_stamp
 from .reader import ShardError, read_shard
 from .record import ENDED_COMPLETED, ENDINGS
 from .sample import example_tree
-from .score import VERDICT_OUTCOMES, load_key, score
-from .summary import attempt_totals, summary
+from .score import PUBLISHED, PUBLISHED_TITLES, VERDICT_OUTCOMES, load_key, score
+from .summary import attempt_totals, interval_text, summary
 from .tables import Tables
 from .transcript import BAD, GOOD, WARN, badge, conversation_html, ending_badge, escape, styled
 
+# %% ../nbs/13_explore.ipynb #79450395
+def _table_html(head: list, # the column titles
+                rows: list, # each row a list of texts, one per column
+                note: str, # what the columns mean, shown below (HTML)
+                left: int = 1, # how many leading columns are names (left-aligned); numbers are right-aligned
+               ) -> str:
+    "Rows of texts as one of the explorer's tables, scrolling inside itself when wider than its tab, a note below."
+    cell = lambda tag, i, text: f'<{tag}{" class=mr-l" if i < left else ""}>{escape(text)}</{tag}>'
+    header = "".join(cell("th", i, title) for i, title in enumerate(head))
+    body = "".join("<tr>" + "".join(cell("td", i, text) for i, text in enumerate(row)) + "</tr>" for row in rows)
+    return styled(f'<div class="mr-scroll"><table class="mr-grid"><tr>{header}</tr>{body}</table></div>'
+                  f'<div class="mr-meta">{note}</div>')
+
+
 # %% ../nbs/13_explore.ipynb #165f0e05
 def _summary_html(tables: Tables) -> str:
-    "The per-model summary of `tables` as an HTML table."
+    "The per-model summary of `tables` as an HTML table, completion with its 95% Wilson interval."
     if not len(tables.attempts): return styled('<p class="mr-note">No attempt matches these filters.</p>')
     table = summary(tables)
     head = ["model", "attempts", "completion", *[e for e in ENDINGS if e != ENDED_COMPLETED], "input", "output",
@@ -43,19 +57,17 @@ def _summary_html(tables: Tables) -> str:
     rows = []
     for (model, row), cost in zip(table.iterrows(), usd_column(table.cost)):
         completion = f"{count_text(row.completed)}/{count_text(row.model_endings)}"
-        if row.model_endings: completion += f" {share_text(row.completion)}"
-        cells = [model, count_text(row.attempts), completion,
-                 *[count_text(row[e]) for e in ENDINGS if e != ENDED_COMPLETED],
-                 count_text(row.input), count_text(row.output), count_text(row.cache_read),
-                 share_text(row.cache_hit_share),
-                 cost, count_text(row.unpriced_turns) if row.unpriced_turns else "", count_text(row.retries),
-                 ms_text(row.latency_p50_ms)]
-        rows.append("<tr>" + "".join(f'<td{" class=mr-l" if i == 0 else ""}>{escape(c)}</td>'
-                                     for i, c in enumerate(cells)) + "</tr>")
-    header = "".join(f'<th{" class=mr-l" if i == 0 else ""}>{escape(h)}</th>' for i, h in enumerate(head))
-    note = ('<div class="mr-meta">completion = completed / attempts that ended in the model\'s own endings; '
-            'a cost leaves out the unpriced turns it counts.</div>')
-    return styled(f'<div class="mr-scroll"><table class="mr-grid"><tr>{header}</tr>{"".join(rows)}</table></div>{note}')
+        if row.model_endings:
+            completion += f" {share_text(row.completion)} {interval_text(row.completion_low, row.completion_high)}"
+        rows.append([model, count_text(row.attempts), completion.rstrip(),
+                     *[count_text(row[e]) for e in ENDINGS if e != ENDED_COMPLETED],
+                     count_text(row.input), count_text(row.output), count_text(row.cache_read),
+                     share_text(row.cache_hit_share),
+                     cost, count_text(row.unpriced_turns) if row.unpriced_turns else "", count_text(row.retries),
+                     ms_text(row.latency_p50_ms)])
+    return _table_html(head, rows, "completion = completed / attempts that ended in the model's own endings, [low-high] "
+                       "its 95% Wilson interval; a cost leaves out the unpriced turns it counts.")
+
 
 # %% ../nbs/13_explore.ipynb #3d09a286
 PLOTS = ("endings_by_model", "tokens_by_model", "cost_by_model", "latency_by_model",
@@ -649,6 +661,48 @@ def _static_html(explorer: Explorer, rows: int = 10) -> str:
                   f"{count_text(len(totals))}; run the notebook to sort, search and open them.</p>")
     return "".join([explorer.status.value, summary_html, *images.values(), head,
                     _attempts_html(totals.head(rows), 1, usd_decimals(totals.cost))])
+
+# %% ../nbs/13_explore.ipynb #a8c65c9e
+def _score_html(scores, # the verdicts of the attempts shown (`Scores.of` the filtered ones)
+               ) -> str:
+    "The score table per model and surface as HTML: each share `n/d pct [low-high]`, overhead as published."
+    table = scores.table()
+    if not len(table): return styled('<p class="mr-note">No scored attempt matches these filters.</p>')
+    def share(row, name):
+        numerator, denominator = row[f"{name}_numerator"], row[f"{name}_denominator"]
+        if not denominator: return f"{count_text(numerator)}/0"
+        interval = interval_text(row[f"{name}_low"], row[f"{name}_high"])
+        return f"{count_text(numerator)}/{count_text(denominator)} {share_text(numerator / denominator)} {interval}"
+    rows = [[*map(str, index), count_text(row.attempts),
+             *(row.overhead if name == "overhead" else share(row, name) for name in PUBLISHED)]
+            for index, row in table.iterrows()]
+    head = [*table.index.names, "attempts", *(PUBLISHED_TITLES[name] for name in PUBLISHED)]
+    return _table_html(head, rows, "each share: numerator/denominator, [low-high] its 95% Wilson interval; attempts = "
+                       "the verdicts counted (the others are counted apart, as the score table counts them).", left=2)
+
+
+# %% ../nbs/13_explore.ipynb #2b465215
+def _score_tab(explorer: Explorer) -> widgets.Widget:
+    "The Score tab: the score table of the filtered attempts against the answer key; built once per explorer."
+    explorer.score_view = widgets.HTML(layout=_fits())
+    explorer.score_view.add_class("mr-score-view")
+    return widgets.VBox([explorer.score_view], layout=_fits())
+
+
+# %% ../nbs/13_explore.ipynb #e5b3e7cf
+def _draw_score(explorer: Explorer):
+    "Draw the Score tab for `explorer.filtered`, or say how to load a key when there is none."
+    if explorer.filtered is None: return
+    if explorer.scores is None:
+        explorer.score_view.value = styled(
+            '<p class="mr-note">No answer key is loaded. Start the explorer with one, <code>Explorer(tree, key=KEY)</code> '
+            'or <code>modelrecord explore TREE --key KEY</code>, to see how right each model was.</p>')
+        return
+    explorer.score_view.value = _score_html(explorer.scores.of(explorer.filtered.attempts.index))
+
+
+# %% ../nbs/13_explore.ipynb #1dfb3562
+add_tab("Score", _score_tab, _draw_score)
 
 # %% ../nbs/13_explore.ipynb #f1e4f1f1
 _LINKS_ESM = """

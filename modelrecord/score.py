@@ -15,6 +15,7 @@ __all__ = ['OUTCOME_COMPLETED', 'OUTCOME_FAILED', 'OUTCOME_GITLAB_REFUSED', 'OUT
            'overhead_text', 'Scores', 'published_table', 'table_text']
 
 # %% ../nbs/08_score.ipynb #55b014e5
+import copy
 import math
 import os
 import re
@@ -1013,6 +1014,15 @@ class Scores:
         shown = ", ".join(f"{counts[o]} {o}" for o in VERDICT_OUTCOMES if counts.get(o, 0))
         return (f"Scores({len(self.attempts)} attempts{': ' + shown if shown else ''}; {len(self.steps)} steps, "
                 f"{len(self.arguments)} arguments; key {os.path.basename(self.key.source)})")
+
+    def of(self, keys) -> "Scores":
+        "These verdicts narrowed to the attempts `keys` (labels of `attempts.index`), as an explorer's filter keeps them."
+        narrowed = copy.copy(self)  # the key and the tables are shared; the frames are narrowed
+        narrowed.attempts = self.attempts.loc[keys]
+        narrowed.steps = self.steps[self.steps.attempt_key.isin(narrowed.attempts.index)]
+        narrowed.arguments = self.arguments[self.arguments.attempt_key.isin(narrowed.attempts.index)]
+        narrowed._digests = None if self._digests is None else self._digests.loc[narrowed.attempts.index]
+        return narrowed
 
     def counts(self, by: list) -> pd.DataFrame:
         "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."

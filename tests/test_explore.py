@@ -80,7 +80,7 @@ def test_loads_the_example_tree_with_progress(fresh, tables):
     assert "Read 4 shards" in fresh.status.value and f"{len(tables.attempts)} attempts" in fresh.status.value
     assert fresh.progress.value == fresh.progress.max > 1 and fresh.progress.bar_style == "success"
     assert fresh.path.value == str(example_tree())
-    assert fresh.tabs.titles == ("Overview", "Attempts", "Conversation", "Compare") and fresh.tabs.selected_index == 0
+    assert fresh.tabs.titles == ("Overview", "Attempts", "Conversation", "Score", "Compare") and fresh.tabs.selected_index == 0
     assert sum(int(label.rsplit("(", 1)[1].rstrip(")").replace(",", "")) for label, _ in fresh.endings.options) == len(tables.attempts)
     assert [value for _, value in fresh.endings.options] == list(ENDINGS)
     for name in PLOTS: assert fresh.plots[name].value.startswith('<img class="mr-plot"'), name
@@ -660,3 +660,36 @@ def test_the_served_page_compares_only_inside_its_tree(tmp_path):
     free.compare_button.click()
     assert free.other_tree is not None and ">regression</span>" in free.compare_view.value
     free.close()
+
+
+# The Score tab: the score table of the attempts the filters keep
+
+def test_score_tab_is_the_score_table_of_the_filtered_attempts_scored_apart(tables):
+    from modelrecord.sample import example_key
+    from modelrecord.score import score
+    explorer = Explorer(key=example_key())
+    explorer.show_tab("Score")
+    explorer.surface.value = "meta"
+    apart = score(tables.where(surface="meta"), example_key(), progress=False).table()  # scored on their own
+    shown = explorer.score_view.value
+    assert shown.count("<tr>") - 1 == len(apart) > 0
+    for (model, surface), row in apart.iterrows():
+        assert surface == "meta" and model in shown
+        numerator, denominator = int(row.clean_numerator), int(row.clean_denominator)
+        low, high = row.clean_low, row.clean_high
+        assert f"{numerator}/{denominator} {numerator / denominator:.0%} [{100 * low:.0f}-{100 * high:.0f}]" in shown
+    assert ">dynamic<" not in shown and ">individual<" not in shown
+    explorer.close()
+
+
+def test_score_tab_without_a_key_says_how_to_give_one(fresh):
+    fresh.show_tab("Score")
+    assert "No answer key is loaded" in fresh.score_view.value and "--key" in fresh.score_view.value
+
+
+def test_overview_completion_carries_its_wilson_interval(fresh, tables):
+    from modelrecord.summary import summary
+    fresh.show_tab("Overview")
+    for model, row in summary(tables).iterrows():
+        text = f"{int(row.completed)}/{int(row.model_endings)} {row.completion:.0%} [{100 * row.completion_low:.0f}-{100 * row.completion_high:.0f}]"
+        assert text in fresh.summary.value, text
