@@ -257,7 +257,7 @@ def _scored(batch: Batch, key, by) -> pd.DataFrame:
     return score(batch.tables, key).table_counts(by)
 
 def score_table(tables: DaskTables, key, by=DEFAULT_BY) -> pd.DataFrame:
-    "The published table of `Scores.table`: each batch scored where it is read, counts per case added up, then published."
+    "The published table of `Scores.table`: each batch scored where it is read, counts per case summed, then published."
     if not tables.content:
         raise ValueError("scoring reads call arguments and results and attempt facts: "
                          "load the tree with load(path, content=True)")

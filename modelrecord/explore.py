@@ -65,8 +65,8 @@ def _summary_html(tables: Tables) -> str:
                      share_text(row.cache_hit_share),
                      cost, count_text(row.unpriced_turns) if row.unpriced_turns else "", count_text(row.retries),
                      ms_text(row.latency_p50_ms)])
-    return _table_html(head, rows, "completion = completed / attempts that ended in the model's own endings, [low-high] "
-                       "its 95% Wilson interval; a cost leaves out the unpriced turns it counts.")
+    return _table_html(head, rows, "completion = completed / attempts that ended in the model's own endings, "
+                       "[low-high] its 95% Wilson interval; a cost leaves out the unpriced turns it counts.")
 
 
 # %% ../nbs/13_explore.ipynb #3d09a286
@@ -172,16 +172,19 @@ ALL = ""  # the value of a filter that keeps everything
 # %% ../nbs/13_explore.ipynb #5fbec227
 class Explorer:
     "A shard tree as a page of widgets: load and refresh it, filter it, see its summary and plots, read one attempt."
-    FILTERS = (("model", "model"), ("case", "case"), ("surface", "surface"), ("run", "run_id"))  # label, attempts column
+    # label, attempts column
+    FILTERS = (("model", "model"), ("case", "case"), ("surface", "surface"), ("run", "run_id"))
 
     def __init__(self, path=None,  # a shard tree or shard file; None: the bundled example tree
                  load: bool = True,  # read it at once
                  key=None,  # an answer key (path or mapping): every attempt is scored against it, its verdict shown
-                 salvage: bool = True):  # load every line that reads and list the others above the tabs; False: refuse the tree
+                 # load every line that reads and list the others above the tabs; False: refuse the tree
+                 salvage: bool = True):
         self.key = None if key is None else load_key(key)  # a malformed key is refused here, before anything is shown
         self.salvage = salvage
         self.tables = self.filtered = self.tree = self.error = self.scores = None
-        self.opened, self.shown, self._quiet, self._shards, self._drawings, self._stale = None, None, False, {}, {}, set()
+        self.opened, self.shown, self._quiet = None, None, False
+        self._shards, self._drawings, self._stale = {}, {}, set()
         _build(self, path)
         self.open(None)
         if load: self.load()
@@ -199,7 +202,7 @@ class Explorer:
         _load(self, path)
 
     def refresh(self):
-        "Read again the shards of the loaded tree that changed since it was read (or load, if the path box names another tree)."
+        "Read again the loaded tree's shards changed since it was read (or load, if the path box names another tree)."
         _refresh(self)
 
     def clear(self):
@@ -211,7 +214,7 @@ class Explorer:
         _open(self, key)
 
     def openable(self, path) -> Path:  # what a path box names
-        "The tree a path box naming `path` opens (blank: the example tree); a served page's explorer refuses one outside its tree."
+        "The tree a path box naming `path` opens (blank: the example tree); a served page's explorer refuses others."
         return Path(str(path).strip() or example_tree())
 
     def show_tab(self, title: str):  # "Overview", "Attempts", "Conversation", or a tab added by `add_tab`
@@ -219,7 +222,7 @@ class Explorer:
         _show_tab(self, title)
 
     def close(self):
-        "Close every widget of the explorer: it stops showing and its widgets are freed (a notebook no longer saves them)."
+        "Close every widget of the explorer: it stops showing, its widgets are freed (a notebook no longer saves them)."
         _close(self)
 
 # %% ../nbs/13_explore.ipynb #5b22f4b2
@@ -257,11 +260,14 @@ def _fits(**more) -> widgets.Layout:
 def _build(explorer: Explorer, path):
     "Make the widgets of `explorer`, wire them, and lay them out in `explorer.widget`."
     self = explorer
-    self.path = widgets.Text(value=str(path or example_tree()), description="tree", placeholder="a shard tree or shard file",
+    self.path = widgets.Text(value=str(path or example_tree()), description="tree",
+                             placeholder="a shard tree or shard file",
                              style={"description_width": "3em"}, layout=widgets.Layout(width="40em", max_width="100%"))
     self.load_button = widgets.Button(description="Load", button_style="primary", tooltip="read the tree from scratch")
-    self.refresh_button = widgets.Button(description="Refresh", tooltip="read again the shards that changed since the last load")
-    self.progress = widgets.IntProgress(value=0, min=0, max=1, description="reading", style={"description_width": "5em"})
+    self.refresh_button = widgets.Button(description="Refresh",
+                                         tooltip="read again the shards that changed since the last load")
+    self.progress = widgets.IntProgress(value=0, min=0, max=1, description="reading",
+                                        style={"description_width": "5em"})
     self.status = widgets.HTML(layout=_fits())
     self.banner = widgets.HTML(layout=_fits(display="none"))  # the lines a salvaging load left out, when there are any
     self.banner.add_class("mr-banner")
@@ -269,17 +275,19 @@ def _build(explorer: Explorer, path):
                                           style={"description_width": "5.5em"})
     self.filters = {name: _dropdown(name) for name, _ in self.FILTERS}
     self.model, self.case, self.surface, self.run = (self.filters[name] for name, _ in Explorer.FILTERS[:4])
-    self.outcome, self.clean = _dropdown("outcome"), _dropdown("clean")  # the verdict filters, shown when there is a key
+    # the verdict filters, shown when there is a key
+    self.outcome, self.clean = _dropdown("outcome"), _dropdown("clean")
     self.clear_button = widgets.Button(description="Clear filters", layout=widgets.Layout(width="9em"))
     self.summary = widgets.HTML(layout=_fits())
     self.plots = {name: widgets.HTML(layout=_fits()) for name in PLOTS}
     self.grid = _grid()
     self.grid_label = widgets.HTML(layout=_fits())
     self.conversation = widgets.HTML(layout=_fits())
-    for name in ("path", "load_button", "refresh_button", "progress", "status", "endings", "summary", "grid", "grid_label",
-                 "conversation", "clear_button"):
+    for name in ("path", "load_button", "refresh_button", "progress", "status", "endings", "summary", "grid",
+                 "grid_label", "conversation", "clear_button"):
         getattr(self, name).add_class(f"mr-{name.replace('_', '-')}" if name != "grid" else "mr-grid-view")
-    for name, widget in {**self.filters, "outcome": self.outcome, "clean": self.clean}.items(): widget.add_class(f"mr-{name}")
+    for name, widget in {**self.filters, "outcome": self.outcome, "clean": self.clean}.items():
+        widget.add_class(f"mr-{name}")
     for name, view in self.plots.items(): view.add_class(f"mr-plot-{name}")
     self.tabs = widgets.Tab(layout=_fits())
     self.tabs.children = [tab.build(self) for tab in TABS]
@@ -304,7 +312,8 @@ def _layout(explorer: Explorer) -> widgets.VBox:
     return widgets.VBox([
         widgets.HTML("<h2 style='margin:4px 0'>modelrecord explorer</h2>"
                      "<div>How the attempts of an evaluation ended, what they cost, and what each model said.</div>"),
-        widgets.HBox([self.path, self.load_button, self.refresh_button, self.progress], layout=_fits(flex_flow="row wrap")),
+        widgets.HBox([self.path, self.load_button, self.refresh_button, self.progress],
+                     layout=_fits(flex_flow="row wrap")),
         self.status, self.banner, bar, self.tabs], layout=_fits())
 
 # %% ../nbs/13_explore.ipynb #f297d1dc
@@ -394,7 +403,8 @@ def _shown_path(path) -> str:
 def _refusal_html(error: Exception, shown: Optional[LiveTree]) -> str:
     "Why a tree was not read, in the words of the file; and what is still shown."
     if isinstance(error, ShardError):
-        where = f"<code>{escape(_shown_path(error.path))}</code>" + (f", line {error.line}" if error.line is not None else "")
+        line = f", line {error.line}" if error.line is not None else ""
+        where = f"<code>{escape(_shown_path(error.path))}</code>" + line
         field = f", field <code>{escape(error.field)}</code>" if error.field else ""
         what = f"<b>Refused:</b> {where}{field}: {escape(error.why)}"
     else: what = f"<b>Could not read it:</b> {escape(type(error).__name__)}: {escape(error)}"
@@ -426,15 +436,18 @@ _BANNER_LISTED = 5  # problems the banner lists before it folds the rest away
 def _problems_html(problems: pd.DataFrame,  # a `Tables.problems` table: shard (relative to the tree), line, field, why
                    listed: int = _BANNER_LISTED,  # how many are listed before the rest fold away
                   ) -> str:
-    "The banner of the lines a salvaging load left out: a count, the first `listed`, the rest folded; '' when there are none."
+    "The banner of the lines a salvaging load left out: a count, the first `listed`, the rest folded; '' if none."
     if not len(problems): return ""
     def item(problem) -> str:
-        where = f"<code>{escape(problem.shard)}</code>" + ("" if pd.isna(problem.line) else f", line {int(problem.line)}")
-        field = f", field <code>{escape(problem.field)}</code>" if isinstance(problem.field, str) and problem.field else ""
+        line = "" if pd.isna(problem.line) else f", line {int(problem.line)}"
+        where = f"<code>{escape(problem.shard)}</code>" + line
+        named = isinstance(problem.field, str) and problem.field
+        field = f", field <code>{escape(problem.field)}</code>" if named else ""
         return f"<li>{where}{field}: {escape(problem.why)}</li>"
     items = [item(problem) for problem in problems.itertuples(index=False)]
     lines, shards = len(problems), problems.shard.nunique()
-    head = (f"<b>{plural(lines, 'line')} could not be read</b> (in {plural(shards, 'shard')}) and {'is' if lines == 1 else 'are'} "
+    head = (f"<b>{plural(lines, 'line')} could not be read</b> (in {plural(shards, 'shard')}) and "
+            f"{'is' if lines == 1 else 'are'} "
             "left out; everything else is loaded. Fix or remove them to see them here.")
     more = (f"<details><summary>{count_text(lines - listed)} more</summary><ul>{''.join(items[listed:])}</ul></details>"
             if lines > listed else "")
@@ -443,7 +456,7 @@ def _problems_html(problems: pd.DataFrame,  # a `Tables.problems` table: shard (
 
 # %% ../nbs/13_explore.ipynb #759b0e30
 def _show_problems(explorer: Explorer):
-    "Show, above the tabs, the banner of the lines the loaded tables left out (hidden when none were); the progress bar turns orange."
+    "Show above the tabs the banner of the lines left out (hidden if none); the progress bar turns orange."
     banner = _problems_html(explorer.tables.problems)
     explorer.banner.value, explorer.banner.layout.display = banner, None if banner else "none"
     if banner: explorer.progress.bar_style = "warning"
@@ -695,8 +708,9 @@ def _draw_score(explorer: Explorer):
     if explorer.filtered is None: return
     if explorer.scores is None:
         explorer.score_view.value = styled(
-            '<p class="mr-note">No answer key is loaded. Start the explorer with one, <code>Explorer(tree, key=KEY)</code> '
-            'or <code>modelrecord explore TREE --key KEY</code>, to see how right each model was.</p>')
+            '<p class="mr-note">No answer key is loaded. Start the explorer with one, '
+            '<code>Explorer(tree, key=KEY)</code> or <code>modelrecord explore TREE --key KEY</code>, '
+            'to see how right each model was.</p>')
         return
     explorer.score_view.value = _score_html(explorer.scores.of(explorer.filtered.attempts.index))
 
@@ -729,25 +743,29 @@ class _LinkedHTML(anywidget.AnyWidget):
 
 # %% ../nbs/13_explore.ipynb #f27d9cc9
 def _success(scores) -> Optional[pd.Series]:
-    "What a comparison counts as success: the verdict's `clean` per attempt when there is a key (`scores`), else None: completion."
+    "What a comparison counts as success: each attempt's verdict `clean` given a key (`scores`); else None: completed."
     return None if scores is None else verdict_success(scores)
 
 # %% ../nbs/13_explore.ipynb #8faf8c09
-_LINKS_SHOWN, _ITEMS_SHOWN = 12, 200  # links per side of an item, and items, a Compare view lists (a big tree has thousands)
+# links per side of an item, and items, a Compare view lists (a big tree has thousands)
+_LINKS_SHOWN, _ITEMS_SHOWN = 12, 200
 
 def _links(rows: pd.DataFrame,  # `outcomes` rows (by attempt_key), with the attempt id
            side: str,  # "this": attempts of the loaded tree; "other": of the second tree
            shown: int = _LINKS_SHOWN,  # how many of an item are linked; the rest are counted
           ) -> dict:
-    "Per item (model, case, surface) of `rows`, a link per attempt to its conversation: a badge numbered in order, ✓ succeeded, ✗ not."
+    "Per item (model, case, surface) of `rows`, a link per attempt to its conversation: a numbered badge, ✓ or ✗."
     links, counts = {}, {}
-    for key, model, case, surface, attempt, success in zip(rows.index, rows.model, rows.case, rows.surface, rows.attempt, rows.success):
+    for key, model, case, surface, attempt, success in zip(rows.index, rows.model, rows.case, rows.surface,
+                                                           rows.attempt, rows.success):
         item = (model, case, surface)
         number = counts[item] = counts.get(item, 0) + 1
         if number <= shown:
-            links.setdefault(item, []).append(f'<a href="#" class="mr-open" data-open="{side}:{key}" title="{escape(attempt)}">'
-                                              f'{badge(("✓ " if success else "✗ ") + str(number), GOOD if success else BAD)}</a>')
-    more = lambda n: f' <span class="mr-meta">and {count_text(n - shown)} more (the Attempts tab lists them)</span>' if n > shown else ""
+            mark = badge(("✓ " if success else "✗ ") + str(number), GOOD if success else BAD)
+            links.setdefault(item, []).append(f'<a href="#" class="mr-open" data-open="{side}:{key}" '
+                                              f'title="{escape(attempt)}">{mark}</a>')
+    more = lambda n: (f' <span class="mr-meta">and {count_text(n - shown)} more (the Attempts tab lists them)</span>'
+                      if n > shown else "")
     return {item: " ".join(links[item]) + more(counts[item]) for item in counts}
 
 # %% ../nbs/13_explore.ipynb #d307c935
@@ -768,22 +786,25 @@ def _ratio(successes, attempts) -> str:
 # %% ../nbs/13_explore.ipynb #f7ea027e
 def _cut(items: int) -> str:
     "What a Compare view says when it lists only the first `_ITEMS_SHOWN` of `items` items ('' when it lists them all)."
-    return (f'<p class="mr-meta">The first {count_text(_ITEMS_SHOWN)} are listed; narrow the filters to see the others.</p>'
-            if items > _ITEMS_SHOWN else "")
+    return (f'<p class="mr-meta">The first {count_text(_ITEMS_SHOWN)} are listed; '
+            'narrow the filters to see the others.</p>' if items > _ITEMS_SHOWN else "")
 
 # %% ../nbs/13_explore.ipynb #a0bcf398
 def _models_html(comparison: ModelComparison,  # `compare_models` of the filtered attempts
                  rows: pd.DataFrame,  # the `outcomes` of those attempts, with their attempt ids
                  success: str,  # what counted as success, in words
                 ) -> str:
-    "Two models compared: the paired difference, its test and p-value, the 2x2 table, and the items they disagree on with links."
+    "Two models compared: the paired difference, its test and p-value, the 2x2 table, the items they disagree on."
     c, items = comparison, comparison.items
-    if not len(items): return styled(f'<p class="mr-note">{escape(c.a)} and {escape(c.b)} attempted no item (case and surface) in common.</p>')
-    head = (f'<p><b>A</b> = {escape(c.a)}, <b>B</b> = {escape(c.b)}, on the {plural(len(items), "item")} (case and surface) both '
-            f'attempted, in {plural(items.index.get_level_values("case").nunique(), "case")}; success = {escape(success)}.</p>'
+    if not len(items):
+        return styled(f'<p class="mr-note">{escape(c.a)} and {escape(c.b)} attempted no item (case and surface) '
+                      'in common.</p>')
+    in_cases = items.index.get_level_values("case").nunique()
+    head = (f'<p><b>A</b> = {escape(c.a)}, <b>B</b> = {escape(c.b)}, on the {plural(len(items), "item")} '
+            f'(case and surface) both attempted, in {plural(in_cases, "case")}; success = {escape(success)}.</p>'
             f'<p><b>A &minus; B: {_points(c.difference)} points</b> [{_points(c.low)}, {_points(c.high)}] '
-            f'<span class="mr-meta">(mean paired difference of the per-item rates, 95% interval clustered by case)</span> · '
-            f'test: <b>{escape(c.test)}</b>, <b class="mr-p-value">p = {_p_text(c.p_value)}</b></p>')
+            '<span class="mr-meta">(mean paired difference of the per-item rates, 95% interval clustered by case)'
+            f'</span> · test: <b>{escape(c.test)}</b>, <b class="mr-p-value">p = {_p_text(c.p_value)}</b></p>')
     table = ""
     if c.counts:
         n = c.counts
@@ -793,13 +814,16 @@ def _models_html(comparison: ModelComparison,  # `compare_models` of the filtere
     links = _links(rows[rows.model.isin([c.a, c.b])], "this")
     differ = c.disagreements
     body = "".join(f'<tr><td class="mr-l">{escape(case)}</td><td class="mr-l">{escape(surface)}</td>'
-                   f'<td>{_ratio(row.c_a, row.n_a)}</td><td>{_ratio(row.c_b, row.n_b)}</td><td>{_points(row.difference)}</td>'
-                   f'<td class="mr-l">{links[c.a, case, surface]}</td><td class="mr-l">{links[c.b, case, surface]}</td></tr>'
+                   f'<td>{_ratio(row.c_a, row.n_a)}</td><td>{_ratio(row.c_b, row.n_b)}</td>'
+                   f'<td>{_points(row.difference)}</td><td class="mr-l">{links[c.a, case, surface]}</td>'
+                   f'<td class="mr-l">{links[c.b, case, surface]}</td></tr>'
                    for (case, surface), row in differ.head(_ITEMS_SHOWN).iterrows())
-    cases = (f'<h4>Where they disagree: {plural(len(differ), "item")} of {count_text(len(items))}, most discordant first</h4>'
+    cases = (f'<h4>Where they disagree: {plural(len(differ), "item")} of {count_text(len(items))}, '
+             'most discordant first</h4>'
              + _cut(len(differ))
-             + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">case</th><th class="mr-l">surface</th>'
-                '<th>A</th><th>B</th><th>A &minus; B</th><th class="mr-l">A\'s conversations</th><th class="mr-l">B\'s conversations</th></tr>'
+             + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">case</th>'
+                '<th class="mr-l">surface</th><th>A</th><th>B</th><th>A &minus; B</th>'
+                '<th class="mr-l">A\'s conversations</th><th class="mr-l">B\'s conversations</th></tr>'
                 f'{body}</table></div>' if len(differ) else '<p class="mr-note">They agree on every item.</p>'))
     return styled(head + table + cases)
 
@@ -809,19 +833,25 @@ def _runs_html(comparison: RunComparison,  # `compare_runs(before=the second tre
                after: pd.DataFrame,  # the same of this tree's
                success: str,  # what counted as success, in words
               ) -> str:
-    "This tree against a second one: per model the paired change, test, p-value, Holm's p and verdict; the items that changed, with links."
+    "This tree against a second: per model the paired change, test, p-value, Holm's p, verdict; the changed items."
     c = comparison
-    if not len(c.models): return styled('<p class="mr-note">No model attempted an item (case and surface) in both trees.</p>')
-    head = (f'<p><b>before</b> = the second tree, <b>after</b> = this one; per model, the items (case and surface) it attempted in '
-            f'both; success = {escape(success)}; a verdict is called when Holm\'s correction across the models keeps p below '
+    if not len(c.models):
+        return styled('<p class="mr-note">No model attempted an item (case and surface) in both trees.</p>')
+    head = ('<p><b>before</b> = the second tree, <b>after</b> = this one; per model, the items (case and surface) '
+            f'it attempted in both; success = {escape(success)}; a verdict is called when Holm\'s correction across '
+            'the models keeps p below '
             f'{c.alpha:g}.</p>')
-    rows = "".join(f'<tr><td class="mr-l">{escape(model)}</td><td>{_ratio(row.before_successes, row.before_attempts)}</td>'
+    rows = "".join(f'<tr><td class="mr-l">{escape(model)}</td>'
+                   f'<td>{_ratio(row.before_successes, row.before_attempts)}</td>'
                    f'<td>{_ratio(row.after_successes, row.after_attempts)}</td><td>{count_text(row["items"])}</td>'
                    f'<td>{_points(row.difference)}</td><td>[{_points(row.low)}, {_points(row.high)}]</td>'
-                   f'<td class="mr-l">{escape(row.test)}</td><td class="mr-p-value">{_p_text(row.p_value)}</td><td>{_p_text(row.p_holm)}</td>'
-                   f'<td class="mr-l">{badge(row.verdict, plots.CHANGE_COLOURS[row.verdict])}</td></tr>' for model, row in c.models.iterrows())
-    table = ('<div class="mr-scroll"><table class="mr-grid mr-paired"><tr><th class="mr-l">model</th><th>before</th><th>after</th>'
-             '<th>items</th><th>change (points)</th><th>95% interval</th><th class="mr-l">test</th><th>p</th><th>Holm p</th>'
+                   f'<td class="mr-l">{escape(row.test)}</td><td class="mr-p-value">{_p_text(row.p_value)}</td>'
+                   f'<td>{_p_text(row.p_holm)}</td>'
+                   f'<td class="mr-l">{badge(row.verdict, plots.CHANGE_COLOURS[row.verdict])}</td></tr>'
+                   for model, row in c.models.iterrows())
+    table = ('<div class="mr-scroll"><table class="mr-grid mr-paired"><tr><th class="mr-l">model</th>'
+             '<th>before</th><th>after</th><th>items</th><th>change (points)</th><th>95% interval</th>'
+             '<th class="mr-l">test</th><th>p</th><th>Holm p</th>'
              f'<th class="mr-l">verdict</th></tr>{rows}</table></div>')
     apart = (f'<p class="mr-meta">Left out, as not paired: {plural(len(c.new), "item")} only this tree holds, '
              f'{plural(len(c.gone), "item")} only the second (per model).</p>')
@@ -830,15 +860,19 @@ def _runs_html(comparison: RunComparison,  # `compare_runs(before=the second tre
     changed = items.assign(change=change)[change != 0]
     changed = changed.iloc[np.argsort(-changed.change.abs().to_numpy(), kind="stable")]
     old, new = _links(before, "other"), _links(after, "this")
-    body = "".join(f'<tr><td class="mr-l">{escape(model)}</td><td class="mr-l">{escape(case)}</td><td class="mr-l">{escape(surface)}</td>'
-                   f'<td>{_ratio(row.before_successes, row.before_attempts)}</td><td>{_ratio(row.after_successes, row.after_attempts)}</td>'
+    body = "".join(f'<tr><td class="mr-l">{escape(model)}</td><td class="mr-l">{escape(case)}</td>'
+                   f'<td class="mr-l">{escape(surface)}</td>'
+                   f'<td>{_ratio(row.before_successes, row.before_attempts)}</td>'
+                   f'<td>{_ratio(row.after_successes, row.after_attempts)}</td>'
                    f'<td>{_points(row.change)}</td><td class="mr-l">{old[model, case, surface]}</td>'
                    f'<td class="mr-l">{new[model, case, surface]}</td></tr>'
                    for (model, case, surface), row in changed.head(_ITEMS_SHOWN).iterrows())
-    cases = (f'<h4>Where they differ: {plural(len(changed), "item")} of {count_text(len(items))}, most changed first</h4>'
+    cases = (f'<h4>Where they differ: {plural(len(changed), "item")} of {count_text(len(items))}, '
+             'most changed first</h4>'
              + _cut(len(changed))
-             + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">model</th><th class="mr-l">case</th>'
-                '<th class="mr-l">surface</th><th>before</th><th>after</th><th>change</th><th class="mr-l">before: conversations</th>'
+             + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">model</th>'
+                '<th class="mr-l">case</th><th class="mr-l">surface</th><th>before</th><th>after</th><th>change</th>'
+                '<th class="mr-l">before: conversations</th>'
                 f'<th class="mr-l">after: conversations</th></tr>{body}</table></div>' if len(changed) else
                 '<p class="mr-note">Every paired item has the same rate in both.</p>'))
     return styled(head + table + apart + cases)
@@ -847,28 +881,36 @@ def _runs_html(comparison: RunComparison,  # `compare_runs(before=the second tre
 def _compare_tab(explorer: Explorer) -> widgets.Widget:
     "The Compare tab: two models of the filtered attempts, or this tree against a second; built once per explorer."
     self = explorer
-    self.compare_mode = widgets.ToggleButtons(options=[("two models", "models"), ("this tree against another", "trees")],
+    self.compare_mode = widgets.ToggleButtons(options=[("two models", "models"),
+                                                       ("this tree against another", "trees")],
                                               value="models", style={"button_width": "13em"})
     self.compare_a, self.compare_b = (widgets.Dropdown(description=side, style={"description_width": "1.5em"},
-                                                       layout=widgets.Layout(width="24em", max_width="100%")) for side in "AB")
-    self.compare_path = widgets.Text(description="before", placeholder="a second tree: the run to compare this one with",
-                                     style={"description_width": "4em"}, layout=widgets.Layout(width="40em", max_width="100%"))
-    self.compare_button = widgets.Button(description="Compare", button_style="primary", tooltip="read the second tree and compare")
+                                                       layout=widgets.Layout(width="24em", max_width="100%"))
+                                      for side in "AB")
+    self.compare_path = widgets.Text(description="before",
+                                     placeholder="a second tree: the run to compare this one with",
+                                     style={"description_width": "4em"},
+                                     layout=widgets.Layout(width="40em", max_width="100%"))
+    self.compare_button = widgets.Button(description="Compare", button_style="primary",
+                                         tooltip="read the second tree and compare")
     self.compare_status, self.compare_view = widgets.HTML(layout=_fits()), _LinkedHTML(layout=_fits())
-    self.other_tree = self.other_scores = None  # the second tree (a LiveTree) once read, and its verdicts when there is a key
-    for name in ("compare_mode", "compare_a", "compare_b", "compare_path", "compare_button", "compare_status", "compare_view"):
+    # the second tree (a LiveTree) once read, and its verdicts when there is a key
+    self.other_tree = self.other_scores = None
+    for name in ("compare_mode", "compare_a", "compare_b", "compare_path", "compare_button", "compare_status",
+                 "compare_view"):
         getattr(self, name).add_class(f"mr-{name.replace('_', '-')}")
-    for widget in (self.compare_mode, self.compare_a, self.compare_b): widget.observe(_when(self, lambda: _draw_compare(self)), names="value")
+    for widget in (self.compare_mode, self.compare_a, self.compare_b):
+        widget.observe(_when(self, lambda: _draw_compare(self)), names="value")
     self.compare_button.on_click(lambda _: _load_other(self))
     self.compare_view.observe(_when(self, lambda: _open_compared(self)), names="clicked")
     self.compare_models = widgets.HBox([self.compare_a, self.compare_b], layout=_fits(flex_flow="row wrap"))
-    self.compare_trees = widgets.VBox([widgets.HBox([self.compare_path, self.compare_button], layout=_fits(flex_flow="row wrap")),
-                                       self.compare_status], layout=_fits(display="none"))
+    path_row = widgets.HBox([self.compare_path, self.compare_button], layout=_fits(flex_flow="row wrap"))
+    self.compare_trees = widgets.VBox([path_row, self.compare_status], layout=_fits(display="none"))
     return widgets.VBox([self.compare_mode, self.compare_models, self.compare_trees, self.compare_view], layout=_fits())
 
 # %% ../nbs/13_explore.ipynb #4d39dc73
 def _offer_models(explorer: Explorer) -> list:
-    "Offer the models of the filtered attempts in the A and B dropdowns, keeping the ones chosen while they are offered; the models."
+    "Offer the filtered attempts' models in the A and B dropdowns, keeping the chosen ones while offered; the models."
     models = sorted(explorer.filtered.attempts.model.dropna().astype(str).unique())
     with _hushed(explorer):
         for widget, default in ((explorer.compare_a, 0), (explorer.compare_b, 1)):
@@ -879,28 +921,31 @@ def _offer_models(explorer: Explorer) -> list:
 # %% ../nbs/13_explore.ipynb #ff5d72c3
 def _success_text(explorer: Explorer) -> str:
     "What the comparisons count as success, in words."
-    return "completed (among the model's own endings)" if explorer.scores is None else "a clean verdict against the answer key"
+    if explorer.scores is None: return "completed (among the model's own endings)"
+    return "a clean verdict against the answer key"
 
 # %% ../nbs/13_explore.ipynb #75bd9b78
 def _compared_models(explorer: Explorer) -> str:
     "The Compare tab's view of the two models chosen, on the filtered attempts."
     self, models = explorer, _offer_models(explorer)
     if len(models) < 2:
-        return styled(f'<p class="mr-note">The filters keep attempts of {plural(len(models), "model")}; comparing needs two '
-                      '(choose "all" in the model filter).</p>')
+        return styled(f'<p class="mr-note">The filters keep attempts of {plural(len(models), "model")}; '
+                      'comparing needs two (choose "all" in the model filter).</p>')
     a, b = self.compare_a.value, self.compare_b.value
     if a == b: return styled('<p class="mr-note">Choose two different models.</p>')
     success = _success(self.scores)
     comparison = compare_models(self.filtered, a, b, success=success)
-    return _models_html(comparison, outcomes(self.filtered, success).join(self.filtered.attempts.attempt), _success_text(self))
+    rows = outcomes(self.filtered, success).join(self.filtered.attempts.attempt)
+    return _models_html(comparison, rows, _success_text(self))
 
 # %% ../nbs/13_explore.ipynb #a8a18e16
 def _compared_trees(explorer: Explorer) -> str:
-    "The Compare tab's view of the second tree (before) against this one (after), both narrowed by the filters they share."
+    "The Compare tab's view of the second tree (before) against this one (after), narrowed by their shared filters."
     self, other = explorer, explorer.other_tree
     if other is None or other.tables is None:
         return styled('<p class="mr-note">Name a second tree above (the run before this one) and press Compare.</p>')
-    shared = {name: value for name, value in _conditions(self).items() if name in other.tables.attempts.columns and name != "run_id"}
+    shared = {name: value for name, value in _conditions(self).items()
+              if name in other.tables.attempts.columns and name != "run_id"}
     before, after = other.tables.where(**shared), self.filtered
     success_before, success_after = _success(self.other_scores), _success(self.scores)
     comparison = compare_runs(before, after, success_before, success_after)
@@ -916,12 +961,12 @@ def _draw_compare(explorer: Explorer):
     self.compare_models.layout.display, self.compare_trees.layout.display = (None, "none") if models else ("none", None)
     try: self.compare_view.value = _compared_models(self) if models else _compared_trees(self)
     except Exception as error:  # a comparison that fails is a message in the tab, not a traceback in a callback
-        self.compare_view.value = styled(f'<div class="mr-error"><b>Cannot compare these:</b> {escape(type(error).__name__)}: '
-                                         f'{escape(error)}</div>')
+        self.compare_view.value = styled('<div class="mr-error"><b>Cannot compare these:</b> '
+                                         f'{escape(type(error).__name__)}: {escape(error)}</div>')
 
 # %% ../nbs/13_explore.ipynb #d03d8e75
 def _load_other(explorer: Explorer):
-    "Read the second tree the Compare tab's path box names (where the explorer's path box may go), then draw the comparison."
+    "Read the second tree the Compare tab's path box names (where the explorer's path box may go); draw the comparison."
     self, given = explorer, explorer.compare_path.value.strip()
     if not given:
         self.compare_status.value = styled('<p class="mr-note">Name the tree to compare this one with.</p>')
@@ -934,8 +979,8 @@ def _load_other(explorer: Explorer):
         self.compare_status.value = _refusal_html(error, self.other_tree)
         return
     self.other_tree, self.other_scores = tree, scores
-    self.compare_status.value = (styled(f'Second tree <code>{escape(given)}</code>: {plural(len(tables.attempts), "attempt")}.')
-                                 + _problems_html(tables.problems))
+    read = styled(f'Second tree <code>{escape(given)}</code>: {plural(len(tables.attempts), "attempt")}.')
+    self.compare_status.value = read + _problems_html(tables.problems)
     _draw_compare(self)
 
 # %% ../nbs/13_explore.ipynb #619b83e3
@@ -943,14 +988,16 @@ def _open_other(explorer: Explorer, key: int):
     "Show the conversation of the attempt `key` of the second tree, marked as such."
     self = explorer
     self.opened = None  # no attempt of this tree is open
-    try: shown = conversation_html(self.other_tree.tables, key, lambda path: _read_cached(self, path), self.other_scores)
+    reader = lambda path: _read_cached(self, path)
+    try: shown = conversation_html(self.other_tree.tables, key, reader, self.other_scores)
     except Exception as error: shown = _refusal_html(error, self.other_tree)
-    self.conversation.value = styled(f'<p class="mr-meta">An attempt of the second tree, <code>{escape(self.compare_path.value.strip())}'
+    other = escape(self.compare_path.value.strip())
+    self.conversation.value = styled(f'<p class="mr-meta">An attempt of the second tree, <code>{other}'
                                      '</code>, opened from the Compare tab.</p>') + shown
 
 # %% ../nbs/13_explore.ipynb #fc66d128
 def _open_compared(explorer: Explorer):
-    "A conversation link of the Compare tab was clicked: open that attempt (of this tree or the second) in the Conversation tab."
+    "A Compare tab's conversation link was clicked: open its attempt (this tree's or the second's) in Conversation."
     self = explorer
     side, _, key = self.compare_view.clicked.partition(":")
     with _hushed(self): self.compare_view.clicked = ""  # handled: the same link clicked again is a change again

@@ -1016,7 +1016,7 @@ class Scores:
                 f"{len(self.arguments)} arguments; key {os.path.basename(self.key.source)})")
 
     def of(self, keys) -> "Scores":
-        "These verdicts narrowed to the attempts `keys` (labels of `attempts.index`), as an explorer's filter keeps them."
+        "These verdicts narrowed to the attempts `keys` (labels of `attempts.index`), as an explorer's filter does."
         narrowed = copy.copy(self)  # the key and the tables are shared; the frames are narrowed
         narrowed.attempts = self.attempts.loc[keys]
         narrowed.steps = self.steps[self.steps.attempt_key.isin(narrowed.attempts.index)]
@@ -1033,7 +1033,7 @@ class Scores:
         return _table_counts(self, by)
 
     def table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
-        "The published columns per row of `by` (attempt columns; 'row' is the reference's row identity), with intervals."
+        "The published columns per row of `by` (attempt columns; 'row': the reference's row identity), with intervals."
         return published_table(self.table_counts(by))
 
     def to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
