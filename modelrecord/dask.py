@@ -25,7 +25,7 @@ import pandas as pd
 from .reader import ShardError, is_shard_name
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
 from .score import DEFAULT_BY, load_key, published_table, score
-from .summary import costs, endings, retries, tokens, wilson
+from .summary import clustered_proportions, costs, endings, retries, tokens, wilson
 from .tables import COST_COLUMNS, TABLES, Tables, _batches, batch_tables, combine
 
 # %% ../nbs/05_dask.ipynb #0e836abe
@@ -196,19 +196,12 @@ def _partial(batch: Batch, by: list) -> tuple:
     sums.index = sums.index.to_flat_index() if sums.index.nlevels > 1 else sums.index.astype(object)
     return sums.reset_index(drop=False), _latency_counts(tables, by), _per_case(tables, by)
 
-def _clustered(per_case: pd.DataFrame, by: list) -> tuple:
-    "Completion's case-clustered spread per group, `(clusters, clustered_se)`, from every batch's counts per case."
-    cases = per_case.groupby([*by, "case"], dropna=False)[["size", "sum"]].sum().reset_index()
-    key = by if len(by) > 1 else by[0]
-    totals = cases.groupby(key, dropna=False)[["size", "sum"]].transform("sum")
-    residual = cases["sum"] - cases["size"] * totals["sum"] / totals["size"]  # a cluster's summed residual
-    cases["square"] = residual ** 2
-    groups = cases.groupby(key, dropna=False)
-    g, squares, n = groups.size(), groups.square.sum(), groups["size"].sum()
-    se = np.sqrt(g / (g - 1).where(g > 1) * squares) / n
-    se = se.where(groups["size"].max() > 1)  # only where some case repeats
-    if len(by) > 1: g.index = se.index = g.index.to_flat_index()
-    return g, se
+def _clustered(per_case: pd.DataFrame, by: list) -> pd.DataFrame:
+    "Completion's case-clustered spread per group (`clustered_proportions`), from every batch's counts per case added up."
+    cases = per_case.groupby([*by, "case"], dropna=False)[["size", "sum"]].sum()
+    spread = clustered_proportions(cases["sum"], cases["size"])
+    if len(by) > 1: spread.index = spread.index.to_flat_index()
+    return spread
 
 def _percentiles(latencies: pd.DataFrame, by: list, percentiles: tuple) -> pd.DataFrame:
     "Per group of `by`: the `percentiles` of its latencies, read from every batch's bin counts added up."
@@ -233,9 +226,9 @@ def summary(tables: DaskTables, by="model") -> pd.DataFrame:
     result = sums[_COUNTS].astype("int64")
     result["completion"] = result[ENDED_COMPLETED] / result.model_endings.where(result.model_endings > 0)
     result["completion_low"], result["completion_high"] = wilson(result[ENDED_COMPLETED], result.model_endings)
-    clusters, se = _clustered(pd.concat([c for _, _, c in partials], ignore_index=True), by)
-    result["completion_clusters"] = clusters.reindex(result.index).fillna(0).astype("int64")
-    result["completion_se"] = se.reindex(result.index)
+    spread = _clustered(pd.concat([c for _, _, c in partials], ignore_index=True), by)
+    result["completion_clusters"] = spread.clusters.reindex(result.index).fillna(0).astype("int64")
+    result["completion_se"] = spread.clustered_se.reindex(result.index)
     for name in TOKEN_CATEGORIES: result[name] = sums[name].astype("int64")
     every_input = result.input + result.cache_created + result.cache_read
     result["cache_hit_share"] = result.cache_read / every_input.where(every_input > 0)
