@@ -197,7 +197,7 @@ def _partial(batch: Batch, by: list) -> tuple:
     return sums.reset_index(drop=False), _latency_counts(tables, by), _per_case(tables, by)
 
 def _clustered(per_case: pd.DataFrame, by: list) -> pd.DataFrame:
-    "Completion's case-clustered spread per group (`clustered_proportions`), from every batch's counts per case added up."
+    "Completion's case-clustered spread per group (`clustered_proportions`) from all batches' counts per case."
     cases = per_case.groupby([*by, "case"], dropna=False)[["size", "sum"]].sum()
     spread = clustered_proportions(cases["sum"], cases["size"])
     if len(by) > 1: spread.index = spread.index.to_flat_index()
