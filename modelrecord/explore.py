@@ -29,7 +29,7 @@ from .reader import ShardError, read_shard
 from .record import ENDED_COMPLETED, ENDINGS
 from .sample import example_tree
 from .score import PUBLISHED, PUBLISHED_TITLES, VERDICT_OUTCOMES, load_key, score
-from .summary import attempt_totals, interval_text, summary
+from .summary import attempt_totals, fraction_text, summary
 from .tables import Tables
 from .transcript import BAD, GOOD, WARN, badge, conversation_html, ending_badge, escape, styled
 
@@ -56,10 +56,8 @@ def _summary_html(tables: Tables) -> str:
             "cache read", "cache hit", "cost", "unpriced turns", "retries", "p50 latency"]
     rows = []
     for (model, row), cost in zip(table.iterrows(), usd_column(table.cost)):
-        completion = f"{count_text(row.completed)}/{count_text(row.model_endings)}"
-        if row.model_endings:
-            completion += f" {share_text(row.completion)} {interval_text(row.completion_low, row.completion_high)}"
-        rows.append([model, count_text(row.attempts), completion.rstrip(),
+        completion = fraction_text(int(row.completed), int(row.model_endings), row.completion_low, row.completion_high)
+        rows.append([model, count_text(row.attempts), completion,
                      *[count_text(row[e]) for e in ENDINGS if e != ENDED_COMPLETED],
                      count_text(row.input), count_text(row.output), count_text(row.cache_read),
                      share_text(row.cache_hit_share),
@@ -681,11 +679,8 @@ def _score_html(scores, # the verdicts of the attempts shown (`Scores.of` the fi
     "The score table per model and surface as HTML: each share `n/d pct [low-high]`, overhead as published."
     table = scores.table()
     if not len(table): return styled('<p class="mr-note">No scored attempt matches these filters.</p>')
-    def share(row, name):
-        numerator, denominator = row[f"{name}_numerator"], row[f"{name}_denominator"]
-        if not denominator: return f"{count_text(numerator)}/0"
-        interval = interval_text(row[f"{name}_low"], row[f"{name}_high"])
-        return f"{count_text(numerator)}/{count_text(denominator)} {share_text(numerator / denominator)} {interval}"
+    share = lambda row, name: fraction_text(*(int(row[f"{name}_{part}"]) for part in ("numerator", "denominator")),
+                                            row[f"{name}_low"], row[f"{name}_high"])
     rows = [[*map(str, index), count_text(row.attempts),
              *(row.overhead if name == "overhead" else share(row, name) for name in PUBLISHED)]
             for index, row in table.iterrows()]

@@ -1149,10 +1149,10 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
 # %% ../nbs/08_score.ipynb #4df4265c
 def table_text(table: pd.DataFrame) -> str:
     "A `Scores.table()` as aligned text: the published columns with intervals, the tallies counted apart, the notes."
-    from modelrecord.summary import _aligned, _fraction, _label, clustered_text
+    from modelrecord.summary import _aligned, _label, clustered_text, fraction_text
     name = " / ".join(str(n) for n in table.index.names)
     labels = _label(table.index)
-    share = lambda c: [_fraction(*parts)
+    share = lambda c: [fraction_text(*parts)
                        for parts in zip(*(table[f"{c}_{p}"] for p in ("numerator", "denominator", "low", "high")))]
     shown = pd.DataFrame({name: labels, "attempts": table.attempts.to_numpy(),
                           **{PUBLISHED_TITLES[c]: table[c].to_numpy() if c == "overhead" else share(c)

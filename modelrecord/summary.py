@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['By', 'Z95', 'VERDICT_NOTE', 'KEY_PROPORTIONS', 'wilson', 'clustered_se', 'clustered_proportions', 'proportions',
            'endings', 'tokens', 'costs', 'retries', 'latency', 'summary', 'attempt_totals', 'interval_text',
-           'clustered_text', 'summary_text', 'proportion_record', 'table_proportion', 'summary_records']
+           'fraction_text', 'clustered_text', 'summary_text', 'proportion_record', 'table_proportion',
+           'summary_records']
 
 # %% ../nbs/07_summary.ipynb #612bbfdd
 from typing import Optional, Sequence, Union
@@ -192,7 +193,7 @@ def interval_text(low, high) -> str:
     "A 95% interval as whole percentages, `[73-89]`, blank when unknown."
     return "" if low is None or pd.isna(low) else f"[{100 * low:.0f}-{100 * high:.0f}]"
 
-def _fraction(numerator, denominator, low=None, high=None) -> str:
+def fraction_text(numerator, denominator, low=None, high=None) -> str:
     "`31/50 62%`, with its interval `31/50 62% [48-74]` when `low` and `high` are given, `0/0` when D is 0."
     if not denominator: return f"{numerator:,}/0"
     return f"{numerator:,}/{denominator:,} {numerator / denominator:.0%} {interval_text(low, high)}".rstrip()
@@ -227,7 +228,7 @@ def _verdict_columns(index: pd.Index, scored: pd.DataFrame) -> pd.DataFrame:
     rows = scored.reindex(index)
     def fraction(name):
         parts = [rows[f"{name}_{part}"] for part in ("numerator", "denominator", "low", "high")]
-        return ["-" if pd.isna(n) else _fraction(int(n), int(d), low, high) for n, d, low, high in zip(*parts)]
+        return ["-" if pd.isna(n) else fraction_text(int(n), int(d), low, high) for n, d, low, high in zip(*parts)]
     count = lambda column: rows[column].map(count_text).to_numpy()
     return pd.DataFrame({**{f"key: {name}": fraction(name) for name in KEY_PROPORTIONS},
                          "key: gitlab_refused": count("gitlab_refused"), "key: unobserved": count("unobserved")})
@@ -240,7 +241,7 @@ def summary_text(summary: pd.DataFrame,
     labels = _label(summary.index)
     completion = zip(summary.completed, summary.model_endings, summary.completion_low, summary.completion_high)
     ending_table = pd.DataFrame({name: labels, "attempts": summary.attempts.map(count_text).to_numpy(),
-        "completion": [_fraction(*parts) for parts in completion],
+        "completion": [fraction_text(*parts) for parts in completion],
         "clustered": [clustered_text(*parts) for parts in zip(summary.completion_se, summary.completion_clusters)],
         **{ending: summary[ending].map(count_text).to_numpy() for ending in ENDINGS if ending != ENDED_COMPLETED}})
     if scored is not None: ending_table = ending_table.join(_verdict_columns(summary.index, scored))
