@@ -1,6 +1,6 @@
 """How the cost of reading a tree grows with its size: trees of about 0.2, 1 and 4 GB, generated, measured, deleted.
 
-    python bench/bench_scaling.py [--sizes 0.2,1,4] [--repeat 1]
+    python bench/bench_scaling.py [--sizes 0.2,1,4] [--repeat 1] [--trees DIR] [--write-only]
 
 Each tree is written with `modelrecord.sample.write_tree` under /tmp: 9 targets of shards of about
 1.5 MB (as many processes as the size needs). Measured each in a fresh subprocess, so that its peak
@@ -14,6 +14,8 @@ memory (ru_maxrss) is its own:
 For each measurement: seconds, CPU seconds and peak MB per size, seconds per GB, and whether it
 grows linearly (seconds per GB at the largest size within 1.5x of the smallest's, the same for peak
 memory per GB). Then the Dask ratios per size. The machine is shared: compare within a run.
+`--trees DIR` keeps the trees in DIR (a tree already there is reused), so that they can be written
+ahead (`--write-only`) and measured later on a quiet machine.
 """
 import argparse
 import json
@@ -111,17 +113,22 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="0.2,1,4")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--trees", type=Path, help="where the trees are written and kept (a tree already there is reused)")
+    parser.add_argument("--write-only", action="store_true", help="write the trees (with --trees) and measure nothing")
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--measure", choices=SUMMARY_MEASURES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.tree)))
         return
-    root = Path(tempfile.mkdtemp(prefix="bench-scaling-", dir="/tmp"))
+    if args.write_only and not args.trees: parser.error("--write-only needs --trees")
+    root = args.trees or Path(tempfile.mkdtemp(prefix="bench-scaling-", dir="/tmp"))
     rows, loads = {}, {}
     try:
         for size in map(float, args.sizes.split(",")):
-            tree = write(size, root)
+            tree = root / f"{size}gb"
+            if not (args.trees and tree.is_dir()): tree = write(size, root)
+            if args.write_only: continue
             shards = list(tree.rglob("modeleval-*.jsonl"))
             gb = sum(p.stat().st_size for p in shards) / 1e9
             before = os.getloadavg()[0]
@@ -131,9 +138,9 @@ def main():
                 rows[(size, name)] = (gb, len(shards), best["seconds"], best["cpu"], max(best["peak_mb"], best["children_peak_mb"]))
                 print(f"{size} GB {name}: {best['seconds']:.1f} s (load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
             loads[size] = (before, os.getloadavg()[0])
-            shutil.rmtree(tree)
+            if not args.trees: shutil.rmtree(tree)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.trees: shutil.rmtree(root, ignore_errors=True)
         if rows: report({k: v for k, v in rows.items() if k[0] in loads}, loads)
 
 

@@ -18,7 +18,7 @@ import uuid
 import zlib
 from concurrent.futures import ProcessPoolExecutor
 from functools import cache
-from itertools import chain, repeat
+from itertools import chain, repeat, takewhile
 from operator import attrgetter
 from pathlib import Path
 from typing import Mapping, Optional
@@ -854,16 +854,42 @@ def _cached(directory: Path, keys: list) -> tuple:
     opened = {n: _open_segment(directory, segments[n]) for n in sorted({n for n, _ in wanted.values()})}
     return {i: place for i, place in wanted.items() if opened[place[0]] is not None}, opened, segments
 
+def _own_share(sizes: list, processes: int) -> int:
+    "Where the batches of `sizes` (bytes) that this process reads begin: its share of `processes`, from the back."
+    share, taken, start = sum(sizes) / processes, 0, len(sizes)
+    while start > 1 and taken + sizes[start - 1] / 2 <= share:
+        start -= 1
+        taken += sizes[start]
+    return start
+
 def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Errors, directory, workers: int):
-    "`(batch, (part, segment))` for each of `batches` read, in order: in this process, or by a pool of `workers`."
-    lists = lambda values: [[values[i] for i in batch] for batch in batches]
+    ("`(batch, (part, segment))` for each of `batches` read: in this process, or by it and a pool of `workers - 1` "
+     "processes; a refusal raised is the first in batch order.")
+    batch_paths, batch_keys = ([[values[i] for i in batch] for batch in batches] for values in (paths, keys))
+    read = lambda n: _read_batch(batch_paths[n], batch_keys[n], content, errors, directory)
     if workers <= 1 or len(batches) <= 1:
-        for batch, batch_paths, batch_keys in zip(batches, lists(paths), lists(keys)):
-            yield batch, _read_batch(batch_paths, batch_keys, content, errors, directory)
+        for n, batch in enumerate(batches): yield batch, read(n)
         return
-    with ProcessPoolExecutor(min(workers, len(batches))) as pool:
-        results = pool.map(_pooled_batch, lists(paths), lists(keys), repeat(content), repeat(errors), repeat(directory))
-        yield from zip(batches, results)
+    processes = min(workers, len(batches))
+    own = _own_share([sum(key[1] for key in batch) for batch in batch_keys], processes)
+    pool = ProcessPoolExecutor(processes - 1)  # this process is the last worker
+    try:
+        futures = [pool.submit(_pooled_batch, batch_paths[n], batch_keys[n], content, errors, directory)
+                   for n in range(own)]
+        # its own share in order, then, from the back, any batch the pool has not started: when one of its batches
+        # is refused, every batch before it has been read (by this process) or is the pool's, so the first refusal
+        # in batch order is known
+        taken = chain(range(own, len(batches)), takewhile(lambda n: futures[n].cancel(), reversed(range(own))))
+        refused = {}
+        for n in taken:
+            try: yield batches[n], read(n)
+            except ShardError as refusal:
+                refused[n] = refusal  # raised once the batches before it are known to read
+                break
+        for n in range(len(batches)):
+            if n in refused: raise refused[n]
+            if n < own and not futures[n].cancelled(): yield batches[n], futures[n].result()
+    finally: pool.shutdown(cancel_futures=True)
 
 def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
     ("The parts of a tree of `count` shards in walk order: batches `read` (by first position) and runs of shards "

@@ -338,3 +338,19 @@ def test_run_start_times_keep_go_nanoseconds(tmp_path):
     assert runs["r0"] == pd.Timestamp("2026-09-16T09:00:00.123456789Z")
     assert runs["r1"].value == pd.Timestamp("2026-09-16T09:00:00Z").value + 1
     assert runs[["r2", "r3"]].isna().all()
+
+
+def test_parallel_strict_load_raises_the_first_refusal(tmp_path):
+    "The pool reads from the front and this process its share from the back: the refusal raised is the first in walk order."
+    for n in range(8): _write(tmp_path / f"modeleval-{n}.jsonl", Run(run_id=f"r{n}", repeat=1))
+    bad = '{"schema":1,"type":"attempt","attempt":{"id":"a"}}\n'
+    for n in (5, 7): (tmp_path / f"modeleval-{n}.jsonl").write_text(bad)  # in this process's share (the last half)
+    for workers in (1, 2):
+        with pytest.raises(ShardError, match="modeleval-5.jsonl:1"): load(tmp_path, workers=workers, cache=False)
+    (tmp_path / "modeleval-2.jsonl").write_text(bad)  # in the pool's share
+    for workers in (1, 2, 3):
+        with pytest.raises(ShardError, match="modeleval-2.jsonl:1"): load(tmp_path, workers=workers, cache=False)
+    salvaged = [load(tmp_path, workers=workers, cache=False, errors="collect") for workers in (1, 2)]
+    pd.testing.assert_frame_equal(salvaged[0].problems, salvaged[1].problems)
+    assert list(salvaged[1].problems.shard) == ["modeleval-2.jsonl", "modeleval-5.jsonl", "modeleval-7.jsonl"]
+    assert list(salvaged[1].runs.run_id) == [f"r{n}" for n in (0, 1, 3, 4, 6)]
