@@ -9,6 +9,8 @@ measures in the same process, alternating to share the machine's noise:
   - bare: *mirror* structs with the same fields but none of the contract's constraints (the target);
   - typed: the package's own record types, whose field constraints msgspec checks while decoding
     (so the ratio against it is the reader's own overhead: blocks, line numbers, rules across fields);
+- decode_lines: each file whole in one `Decoder.decode_lines` call into the record types, no line
+  split at all: the floor of the reader's block path, which decodes a block of lines the same way;
 - read_shards: the strict reader, every rule checked, line numbers tracked, bounded memory.
 Peak memory of each is measured in a fresh subprocess (ru_maxrss above the interpreter's own).
 """
@@ -91,6 +93,20 @@ def baseline(paths, types=None) -> int:
     return sum(map(len, kept))
 
 
+def whole_files(paths) -> int:
+    "One typed `decode_lines` call per file, into the record types, keeping every record; the record count."
+    decode_lines = msgspec.json.Decoder(record.AnyRecord, dec_hook=record.decode_hook).decode_lines
+    kept = []
+    gc.disable()
+    try:
+        for path in paths:
+            with open(path, "rb") as file:
+                kept.append(decode_lines(file.read()))
+    finally:
+        gc.enable()
+    return sum(map(len, kept))
+
+
 def strict(tree) -> int:
     "The strict reader over the tree; returns the record count."
     return sum(len(s.records) for s in read_shards(tree))
@@ -133,16 +149,18 @@ def main():
     tree = bench_tree(args.mb)
     paths = shard_paths(tree)
     size = sum(os.path.getsize(p) for p in paths)
-    base_times, typed_times, strict_times = [], [], []
+    base_times, typed_times, lines_times, strict_times = [], [], [], []
     for _ in range(args.repeat):
         seconds, base_count = timed(baseline, paths)
         base_times.append(seconds)
         seconds, _ = timed(baseline, paths, record.AnyRecord)
         typed_times.append(seconds)
+        seconds, lines_count = timed(whole_files, paths)
+        lines_times.append(seconds)
         seconds, strict_count = timed(strict, tree)
         strict_times.append(seconds)
-    assert base_count == strict_count, (base_count, strict_count)
-    base, typed, best = min(base_times), min(typed_times), min(strict_times)
+    assert base_count == strict_count == lines_count, (base_count, strict_count, lines_count)
+    base, typed, lines, best = min(base_times), min(typed_times), min(lines_times), min(strict_times)
     mb = size / 1e6
     rss_strict, rss_base = peak_rss_mb("strict", tree), peak_rss_mb("baseline", tree)
     figures = {
@@ -150,15 +168,18 @@ def main():
         "baseline_mb_s": round(mb / base, 1), "read_shards_mb_s": round(mb / best, 1),
         "throughput_ratio": round(base / best, 3), "typed_decode_mb_s": round(mb / typed, 1),
         "ratio_to_typed_decode": round(typed / best, 3),
+        "decode_lines_mb_s": round(mb / lines, 1), "ratio_to_decode_lines": round(lines / best, 3),
         "read_shards_peak_mb": round(rss_strict, 1), "baseline_peak_mb": round(rss_base, 1),
         "peak_over_tree_size": round(rss_strict / mb, 2),
     }
     print(f"tree: {mb:.1f} MB in {len(paths)} shards, {strict_count} records")
     print(f"bare msgspec typed decode : {mb / base:7.1f} MB/s  (best of {args.repeat}: {base:.2f} s)")
     print(f"decode into record types  : {mb / typed:7.1f} MB/s  (best of {args.repeat}: {typed:.2f} s; constraints checked)")
+    print(f"decode_lines, whole files : {mb / lines:7.1f} MB/s  (best of {args.repeat}: {lines:.2f} s; record types)")
     print(f"read_shards (strict)      : {mb / best:7.1f} MB/s  (best of {args.repeat}: {best:.2f} s)")
     print(f"throughput ratio          : {base / best:.3f}x the bare decode (target >= 0.9)")
     print(f"                            {typed / best:.3f}x the decode into the record types")
+    print(f"                            {lines / best:.3f}x one decode_lines per file into the record types")
     print(f"peak memory read_shards   : {rss_strict:.0f} MB = {rss_strict / mb:.2f}x the tree (target <= 3)")
     print(f"peak memory bare decode   : {rss_base:.0f} MB")
     print(json.dumps(figures))
