@@ -162,7 +162,8 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
 
 # %% ../nbs/01_reader.ipynb #1b2c1d80
 BLOCK_BYTES = 8 << 20
-_decode = msgspec.json.Decoder(AnyRecord, dec_hook=decode_hook).decode
+_decoder = msgspec.json.Decoder(AnyRecord, dec_hook=decode_hook)
+_decode, _decode_lines = _decoder.decode, _decoder.decode_lines
 _PAYLOAD_OF = {record_type: attrgetter(record_type.__struct_config__.tag) for record_type in RECORD_TYPES.values()}
 
 def _problem(record) -> Optional[tuple[str, str]]:
@@ -222,15 +223,37 @@ def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
         if problem := _problem(record): refuse(ShardError(path, number, *problem)); continue
         records.append(record)
 
-def _read_lines(path: str, lines: list, first: int, records: list, refuse):
-    "Decode a block of complete lines into `records`, falling back to `_refuse_lines` when one is refused."
-    try:
-        if max(map(len, lines), default=0) >= MAX_LINE_BYTES: raise ValueError
-        decoded = [_decode(line) for line in lines if line]
-        if any(map(_problem, decoded)): raise ValueError
-    except (ValueError, msgspec.DecodeError, RecursionError):
-        return _refuse_lines(path, lines, first, records, refuse)
-    records += decoded
+# %% ../nbs/01_reader.ipynb #4d6e8b10
+def _one_object_per_line(data: bytes, start: int, end: int) -> int:
+    "How many lines `data[start:end]` holds when each starts with `{` and ends with `}`, nothing around them; else 0."
+    if start == end or data[start] != 123 or data[end - 1] != 125: return 0  # 123: `{`, 125: `}`
+    find, lines = data.find, 1
+    at = find(b"\n", start, end)
+    while at >= 0:
+        if data[at - 1] != 125 or data[at + 1] != 123: return 0
+        lines += 1
+        at = find(b"\n", at + 1, end)
+    return lines
+
+def _under_cap(data: bytes, start: int, end: int) -> bool:
+    "Whether every line of `data[start:end]` is shorter than `MAX_LINE_BYTES`, hopping a cap at a time."
+    while end - start >= MAX_LINE_BYTES:
+        start = data.rfind(b"\n", start, start + MAX_LINE_BYTES) + 1  # the first line after the last newline in reach
+        if not start: return False  # no newline within a cap's length: that line is too long
+    return True
+
+def _read_lines(path: str, data: bytes, start: int, end: int, first: int, records: list, refuse) -> int:
+    "Decode the complete lines `data[start:end]` (numbered from `first`) into `records`; how many lines they were."
+    lines = _one_object_per_line(data, start, end)
+    if lines and _under_cap(data, start, end):
+        try: decoded = _decode_lines(memoryview(data)[start:end])
+        except (msgspec.DecodeError, RecursionError): decoded = ()
+        if len(decoded) == lines and not any(map(_problem, decoded)):
+            records += decoded
+            return lines
+    pieces = data[start:end].split(b"\n")
+    _refuse_lines(path, pieces, first, records, refuse)
+    return len(pieces)
 
 # %% ../nbs/01_reader.ipynb #9a2266e6
 _FILE_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
@@ -260,21 +283,21 @@ def _read_file(path: str, file, records: list, refuse):
     with file:
         pending, number, skipping = b"", 1, False
         while block := file.read(BLOCK_BYTES):
-            lines = block.split(b"\n")
+            start, end = 0, block.rfind(b"\n")  # the block's complete lines end at its last newline (-1: none)
             if skipping:
-                if len(lines) == 1: continue
-                del lines[0]
-                number, skipping = number + 1, False
-            lines[0] = pending + lines[0]
-            pending = lines.pop()
-            if lines:
-                _read_lines(path, lines, number, records, refuse)
-                number += len(lines)
+                if end < 0: continue
+                start, number, skipping = block.find(b"\n") + 1, number + 1, False
+            elif pending and end >= 0:  # the line the last block began ends at this one's first newline
+                start = block.find(b"\n") + 1
+                line, pending = pending + block[:start - 1], b""
+                number += _read_lines(path, line, 0, len(line), number, records, refuse)
+            if start <= end: number += _read_lines(path, block, start, end, number, records, refuse)
+            pending += block[end + 1:]
             if len(pending) >= MAX_LINE_BYTES:
                 refuse(ShardError(path, number, None,
                                   _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
                 pending, skipping = b"", True
-        if pending: _read_lines(path, [pending], number, records, refuse)
+        if pending: _read_lines(path, pending, 0, len(pending), number, records, refuse)
 
 # %% ../nbs/01_reader.ipynb #f4eaaa55
 @contextmanager
