@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from .record import (
     AttemptRecord, BLOCK_KINDS, COST_COMPONENTS, CallRecord, ENDINGS, GO_ZERO_TIME, OUTCOMES, Price, RunRecord,
     SessionRecord, TOKEN_CATEGORIES, TOKEN_PRICES, TURN_STATUSES, TurnRecord, VerifyRecord)
-from .reader import Errors, ShardError, paused_gc, read_shard, shard_paths
+from .reader import Errors, ShardError, paused_gc, read_blocks, shard_paths
 
 # %% ../nbs/04_tables.ipynb #ca05b548
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "float0": pa.float64(), "bool": pa.bool_(),
@@ -313,6 +313,12 @@ def _joined(arrays: list) -> np.ndarray:
     "The numpy `arrays` end to end (an empty array of positions when there are none)."
     return np.concatenate(arrays).astype(np.intp, copy=False) if arrays else np.empty(0, np.intp)
 
+def _add_records(arrays: dict, owners: dict, records: list, record_owners: list, plans: dict, runs: list):
+    "Turn `records` (of the shards `record_owners`, an array per block) into columns, `CHUNK_LINES` lines at a time."
+    record_owners = _joined(record_owners)
+    for start, chunk in _chunks(records):
+        _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs)
+
 def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -> Part:
     ("The tables of the shard files `paths`, each shard read (strictly, or salvaging with `errors='collect'`), joined "
      "and priced within itself.")
@@ -324,14 +330,14 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
     with paused_gc():
         records, record_owners = [], []
         for number, path in enumerate(paths):
-            shard = read_shard(path, errors, problems)
-            if shard is None: continue
-            record_owners.append(np.full(len(shard.records), number, np.intp))
-            records += shard.records
-            shard.records.clear()  # `records` alone holds the objects, so that each chunk's go when it does
-        record_owners = _joined(record_owners)
-        for start, chunk in _chunks(records):
-            _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs)
+            for block in read_blocks(path, errors, problems):
+                record_owners.append(np.full(len(block), number, np.intp))
+                records += block
+                block.clear()  # `records` alone holds the objects, so that each chunk's go when it does
+                if len(records) >= CHUNK_LINES:  # a block's lines, or a few small shards': into columns
+                    _add_records(arrays, owners, records, record_owners, plans, runs)
+                    records, record_owners = [], []
+        _add_records(arrays, owners, records, record_owners, plans, runs)
         owners = {table: _joined(shards) for table, shards in owners.items()}
         columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan}
                    for table, plan in plans.items()}
