@@ -26,7 +26,7 @@ from .reader import ShardError, is_shard_name
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
 from .score import DEFAULT_BY, load_key, published_table, score
 from .summary import clustered_proportions, costs, endings, retries, tokens, wilson
-from .tables import COST_COLUMNS, TABLES, Tables, _batches, batch_tables, combine
+from .tables import COST_COLUMNS, TABLES, Tables, shard_batches, batch_tables, combine
 
 # %% ../nbs/05_dask.ipynb #0e836abe
 def shard_urls(path_or_url, storage_options: Optional[dict] = None) -> tuple:
@@ -116,7 +116,7 @@ class DaskTables:
     "The tables of a shard tree as Dask DataFrames, one partition per shard; see `load`."
     def __init__(self, fs, paths: list, content: bool = False):
         self.fs, self.paths, self.content = fs, paths, content
-        runs = _batches(list(range(len(paths))), fs.sizes(paths), 1)  # consecutive shards, about BATCH_BYTES a run
+        runs = shard_batches(list(range(len(paths))), fs.sizes(paths), 1)  # consecutive shards, about BATCH_BYTES a run
         self.batches = [dask.delayed(batch_frames, pure=True)(fs, [paths[i] for i in run], content) for run in runs]
         meta, graph, divisions = _meta(content), {}, (None,) * (len(paths) + 1)
         for batch in self.batches: graph.update(batch.__dask_graph__())

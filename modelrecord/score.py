@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from .formatting import aligned_lines, group_labels
 from .reader import ShardError, paused_gc
 from .record import (
     ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_NO_TOOL_CALL, ENDED_OVER_BUDGET,
@@ -1149,9 +1150,9 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
 # %% ../nbs/08_score.ipynb #4df4265c
 def table_text(table: pd.DataFrame) -> str:
     "A `Scores.table()` as aligned text: the published columns with intervals, the tallies counted apart, the notes."
-    from modelrecord.summary import _aligned, _label, clustered_text, fraction_text
+    from modelrecord.summary import clustered_text, fraction_text
     name = " / ".join(str(n) for n in table.index.names)
-    labels = _label(table.index)
+    labels = group_labels(table.index)
     share = lambda c: [fraction_text(*parts)
                        for parts in zip(*(table[f"{c}_{p}"] for p in ("numerator", "denominator", "low", "high")))]
     shown = pd.DataFrame({name: labels, "attempts": table.attempts.to_numpy(),
@@ -1161,9 +1162,9 @@ def table_text(table: pd.DataFrame) -> str:
     note = [f"attempts = verdicts {', '.join(SCORED_OUTCOMES)}: the denominator of Clean, Unaided and Completion;",
             f"{', '.join(_APART_TALLIES)} are counted apart and nowhere else; [low-high] is the 95% Wilson interval."]
     clustered = table[[f"{c}_se" for c in PROPORTIONS]].notna().any(axis=1).to_numpy()
-    if not clustered.any(): return "\n".join([*_aligned(shown), *note]) + "\n"
+    if not clustered.any(): return "\n".join([*aligned_lines(shown), *note]) + "\n"
     spread = pd.DataFrame({name: labels, **{PUBLISHED_TITLES[c]: [clustered_text(se, g) for se, g in
                                                                   zip(table[f"{c}_se"], table[f"{c}_clusters"])]
                                             for c in PROPORTIONS}})[clustered]
     heading = "Standard errors clustered by case, in percentage points (cases), where a case holds several observations"
-    return "\n".join([*_aligned(shown), *note, "", heading, *_aligned(spread)]) + "\n"
+    return "\n".join([*aligned_lines(shown), *note, "", heading, *aligned_lines(spread)]) + "\n"

@@ -23,7 +23,7 @@ from typing import Optional
 import nbformat
 from nbformat.sign import NotebookNotary
 
-from .explore import Explorer, _refusal_html
+from .explore import Explorer, refusal_html
 from .reader import ShardError, shard_paths
 
 # %% ../nbs/14_serve.ipynb #0dc0f19b
@@ -91,7 +91,7 @@ class ConfinedExplorer(Explorer):
         try: return confined_path(self.root, self.path.value)
         except ShardError as refusal:
             self.error, self.progress.bar_style = refusal, "danger"
-            self.status.value = _refusal_html(refusal, self.tree)
+            self.status.value = refusal_html(refusal, self.tree)
             return None
 
 # %% ../nbs/14_serve.ipynb #e5f4a3b2

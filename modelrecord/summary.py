@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from .formatting import count_text, share_text, usd_column
+from .formatting import aligned_lines, count_text, group_labels, share_text, usd_column
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
 from .tables import COST_COLUMNS, VOCABULARY_COLUMNS, Tables
 
@@ -202,21 +202,6 @@ def clustered_text(se, clusters) -> str:
     "A clustered standard error in percentage points with its number of clusters, `± 4.1 (27)`, blank when unknown."
     return "" if se is None or pd.isna(se) else f"± {100 * se:.1f} ({int(clusters)})"
 
-# %% ../nbs/07_summary.ipynb #5a1be1c0
-def _label(index: pd.Index) -> list:
-    "The group labels of `index` as text (several `by` columns joined by ' / ', a missing value as '(none)')."
-    text = lambda value: "(none)" if pd.isna(value) else str(value)
-    return [" / ".join(map(text, key)) if isinstance(key, tuple) else text(key) for key in index]
-
-# %% ../nbs/07_summary.ipynb #ba327054
-def _aligned(table: pd.DataFrame) -> list:
-    "The lines of a table of texts: the first column left-aligned, the others right-aligned, two spaces apart."
-    columns = [[str(name), *map(str, table[name])] for name in table.columns]
-    widths = [max(map(len, column)) for column in columns]
-    return ["  ".join(column[row].ljust(width) if i == 0 else column[row].rjust(width)
-                      for i, (column, width) in enumerate(zip(columns, widths))).rstrip()
-            for row in range(len(table) + 1)]
-
 # %% ../nbs/07_summary.ipynb #b0eff648
 VERDICT_NOTE = ["key: columns are verdicts against the answer key, over the verdicts completed, failed, over_budget",
                 "or malformed (a different denominator from the endings' completion); gitlab_refused and unobserved",
@@ -238,7 +223,7 @@ def summary_text(summary: pd.DataFrame,
                 ) -> str:
     "A `summary` as two aligned text tables, endings (and verdicts, when `scored`) then tokens and cost."
     name = " / ".join(str(n) for n in summary.index.names)
-    labels = _label(summary.index)
+    labels = group_labels(summary.index)
     completion = zip(summary.completed, summary.model_endings, summary.completion_low, summary.completion_high)
     ending_table = pd.DataFrame({name: labels, "attempts": summary.attempts.map(count_text).to_numpy(),
         "completion": [fraction_text(*parts) for parts in completion],
@@ -259,7 +244,7 @@ def summary_text(summary: pd.DataFrame,
     legend = ["input = uncached input tokens (cache_created and cache_read are counted apart); cache saving = what",
               "reading from the cache saved against paying for those tokens as input; unpriced turns = turns whose",
               "model has no price in its run line, left out of cost."]
-    return "\n".join(["Endings", *_aligned(ending_table), *note, "", "Tokens and cost", *_aligned(spend_table),
+    return "\n".join(["Endings", *aligned_lines(ending_table), *note, "", "Tokens and cost", *aligned_lines(spend_table),
                       *legend]) + "\n"
 
 # %% ../nbs/07_summary.ipynb #f4e1ab02

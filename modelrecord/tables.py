@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
            'PARALLEL_BYTES', 'BATCH_BYTES', 'CACHE_LIMIT_BYTES', 'Part', 'batch_tables', 'shard_tables', 'combine',
-           'Tables', 'cache_dir', 'clear_cache', 'load', 'export']
+           'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load', 'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
@@ -664,7 +664,7 @@ def _progress(total: int, progress):
     from tqdm.std import tqdm
     return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, desc="load", file=sys.stderr, leave=False)
 
-def _batches(positions: list, sizes: list, workers: int) -> list:
+def shard_batches(positions: list, sizes: list, workers: int) -> list:
     ("The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about "
      "`BATCH_BYTES` each.")
     limit = max(1, min(BATCH_BYTES, sum(sizes) // (8 * workers))) if workers > 1 else BATCH_BYTES
@@ -935,7 +935,7 @@ def load(path, *, workers: Optional[int] = None, content: bool = False, progress
     if workers is None: workers = min(_cores(), len(fresh)) if sum(sizes) >= PARALLEL_BYTES else 1
     read, written = {}, []
     with _progress(sum(sizes), progress) as bar:
-        batches = _batches(fresh, sizes, workers)
+        batches = shard_batches(fresh, sizes, workers)
         for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
             if segment: written.append(segment)
             part = part or _open_segment(directory, segment)  # a worker's part comes as its segment
