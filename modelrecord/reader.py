@@ -280,7 +280,7 @@ def _open_shard(path: str):
     return open(fd, "rb")
 
 def _read_blocks(path: str, file, refuse):
-    "The records of every line of the shard `file` (at `path`), a list per block read, passing each refusal to `refuse`."
+    "The records of the lines of the shard `file` (at `path`), a list per block, each refusal passed to `refuse`."
     with file:
         pending, number, skipping = b"", 1, False
         while block := file.read(BLOCK_BYTES):

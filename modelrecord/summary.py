@@ -244,8 +244,8 @@ def summary_text(summary: pd.DataFrame,
     legend = ["input = uncached input tokens (cache_created and cache_read are counted apart); cache saving = what",
               "reading from the cache saved against paying for those tokens as input; unpriced turns = turns whose",
               "model has no price in its run line, left out of cost."]
-    return "\n".join(["Endings", *aligned_lines(ending_table), *note, "", "Tokens and cost", *aligned_lines(spend_table),
-                      *legend]) + "\n"
+    return "\n".join(["Endings", *aligned_lines(ending_table), *note, "",
+                      "Tokens and cost", *aligned_lines(spend_table), *legend]) + "\n"
 
 # %% ../nbs/07_summary.ipynb #f4e1ab02
 def _number(value):
