@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 import zlib
@@ -869,8 +870,8 @@ def _own_share(sizes: list, processes: int) -> int:
     return start
 
 def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Errors, directory, workers: int):
-    ("`(batch, (part, segment))` for each of `batches` read: in this process, or by it and a pool of `workers - 1` "
-     "processes; a refusal raised is the first in batch order.")
+    ("`(batch, (part, segment))` for each of `batches` read, the part None when its segment did not map: in this "
+     "process, or by it and a pool of `workers - 1` processes; a refusal raised is the first in batch order.")
     batch_paths, batch_keys = ([[values[i] for i in batch] for batch in batches] for values in (paths, keys))
     read = lambda n: _read_batch(batch_paths[n], batch_keys[n], content, errors, directory)
     if workers <= 1 or len(batches) <= 1:
@@ -879,8 +880,11 @@ def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Err
     processes = min(workers, len(batches))
     own = _own_share([sum(key[1] for key in batch) for batch in batch_keys], processes)
     pool = ProcessPoolExecutor(processes - 1)  # this process is the last worker
+    # the workers hand their tables over as segment files: in the cache, or in a scratch directory without one
+    scratch = None if directory else tempfile.TemporaryDirectory(prefix="modelrecord-load-", ignore_cleanup_errors=True)
+    handover = directory or Path(scratch.name)
     try:
-        futures = [pool.submit(_pooled_batch, batch_paths[n], batch_keys[n], content, errors, directory)
+        futures = [pool.submit(_pooled_batch, batch_paths[n], batch_keys[n], content, errors, handover)
                    for n in range(own)]
         # its own share in order, then, from the back, any batch the pool has not started: when one of its batches
         # is refused, every batch before it has been read (by this process) or is the pool's, so the first refusal
@@ -894,8 +898,12 @@ def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Err
                 break
         for n in range(len(batches)):
             if n in refused: raise refused[n]
-            if n < own and not futures[n].cancelled(): yield batches[n], futures[n].result()
-    finally: pool.shutdown(cancel_futures=True)
+            if n < own and not futures[n].cancelled():
+                part, segment = futures[n].result()
+                yield batches[n], (part or _open_segment(handover, segment), segment if directory else None)
+    finally:
+        pool.shutdown(cancel_futures=True)
+        if scratch: scratch.cleanup()  # what was mapped stays readable: a mapping outlives its file's name
 
 def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
     ("The parts of a tree of `count` shards in walk order: batches `read` (by first position) and runs of shards "
@@ -938,8 +946,7 @@ def load(path, *, workers: Optional[int] = None, content: bool = False, progress
         batches = shard_batches(fresh, sizes, workers)
         for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
             if segment: written.append(segment)
-            part = part or _open_segment(directory, segment)  # a worker's part comes as its segment
-            read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)
+            read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)  # read again: no map
             bar.update(sum(keys[i][1] for i in batch))
     parts = _in_walk_order(len(paths), read, found, opened)
     if errors == "raise": _refuse_salvaged(parts)

@@ -6,6 +6,7 @@ the same mistake in the expectation.
 """
 import json
 import math
+import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -277,6 +278,17 @@ def test_repricing(tables, raw):
 def test_parallel_load_is_the_same(tree, tables):
     parallel = load(tree, workers=2)
     for name in TABLES: pd.testing.assert_frame_equal(parallel[name], tables[name], check_categorical=False)
+
+
+def test_parallel_load_without_cache_hands_over_through_scratch_files_it_removes(tree, tables, tmp_path, monkeypatch):
+    "Without a cache, the pool's tables come back through files in a scratch directory, gone after the load."
+    made, make = [], tempfile.TemporaryDirectory
+    monkeypatch.setattr(tempfile, "TemporaryDirectory",
+                        lambda **kwargs: made.append(make(dir=tmp_path, **kwargs)) or made[-1])
+    parallel = load(tree, workers=2, cache=False)
+    assert len(made) == 1 and list(tmp_path.iterdir()) == []  # a scratch directory was made, and is gone ...
+    for name in TABLES:  # ... and the tables mapped from its files still read
+        pd.testing.assert_frame_equal(parallel[name], tables[name], check_categorical=False)
 
 
 def test_content_columns(tree, raw):
