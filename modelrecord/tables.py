@@ -404,8 +404,9 @@ def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.Integ
 def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
     "Whether the category `codes` (-1 missing) use all `categories`, each first met after those before it."
     if not len(codes): return categories == 0
-    reached = np.maximum.accumulate(codes.astype(np.int32))  # the highest code met so far
-    return reached[-1] == categories - 1 and bool((codes[1:] <= reached[:-1] + 1).all()) and codes[0] <= 0
+    reached = np.maximum.accumulate(codes)  # the highest code met so far, which must climb one code at a time:
+    climbed = int(reached[-1]) - int(reached[0])  # its steps are whole and not negative, so they are all 0 or 1
+    return reached[0] <= 0 and reached[-1] == categories - 1 and np.count_nonzero(np.diff(reached)) == climbed
 
 def _first_met(column: pd.Series) -> pd.Series:
     "A categorical `column` with the categories its rows hold, in the order they are first met down the column."
@@ -419,7 +420,8 @@ def _as_shown(column: pa.ChunkedArray, vocabulary=None) -> tuple:
     ("`(codes, categories)` of a dictionary `column`: its categories as shown (see `_categories`), each row's code "
      "(-1: none).")
     column = column.unify_dictionaries().combine_chunks()
-    codes, values = column.indices.fill_null(-1).to_numpy(), column.dictionary
+    indices, values = column.indices, column.dictionary
+    codes = indices.fill_null(-1).to_numpy() if indices.null_count else indices.to_numpy()
     if vocabulary is None:
         if _in_first_met_order(codes, len(values)): return codes, values.to_pylist()  # the usual case, left alone
         shown = values.take(pa.array(pd.unique(codes[codes >= 0]), pa.int64()))
@@ -436,7 +438,7 @@ def _categorical(codes: np.ndarray, categories: list, dtypes: dict) -> pd.Catego
     key = tuple(categories)
     # pandas checks them once
     if key not in dtypes: dtypes[key] = pd.CategoricalDtype(pd.Index(categories, dtype="str"))
-    return pd.Categorical.from_codes(codes, dtype=dtypes[key])
+    return pd.Categorical.from_codes(codes, dtype=dtypes[key], validate=False)  # codes made in range
 
 def _categories(frame: pd.DataFrame) -> pd.DataFrame:
     ("`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order, and the others in "
