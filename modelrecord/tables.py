@@ -843,8 +843,8 @@ def _read_batch(paths: list, keys: list, content: bool, errors: Errors, director
     except OSError: return part, None
 
 def _pooled_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
-    ("`_read_batch` in a worker process: a part written to the cache comes back as its segment alone (the parent maps "
-     "it).")
+    ("`_read_batch` in a worker process: a part written to `directory` (the cache, or a load's scratch directory) "
+     "comes back as its segment alone, which the parent maps.")
     part, segment = _read_batch(paths, keys, content, errors, directory)
     return (None if segment else part), segment
 
@@ -881,10 +881,10 @@ def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Err
         return
     processes = min(workers, len(batches))
     own = _own_share([sum(key[1] for key in batch) for batch in batch_keys], processes)
-    pool = ProcessPoolExecutor(processes - 1)  # this process is the last worker
     # the workers hand their tables over as segment files: in the cache, or in a scratch directory without one
     scratch = None if directory else tempfile.TemporaryDirectory(prefix="modelrecord-load-", ignore_cleanup_errors=True)
     handover = directory or Path(scratch.name)
+    pool = ProcessPoolExecutor(processes - 1)  # this process is the last worker
     try:
         futures = [pool.submit(_pooled_batch, batch_paths[n], batch_keys[n], content, errors, handover)
                    for n in range(own)]
