@@ -130,6 +130,10 @@ def _positions(names: pa.Array, targets: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(names.type): names = names.dictionary_decode()
     return pc.index_in(names, value_set=targets).cast(pa.int64())
 
+def _filled(array, value: int = -1) -> np.ndarray:
+    "The integers `array` (an Arrow array or chunked array) as numpy, `value` where null (not copied when none is)."
+    return (array.fill_null(value) if array.null_count else array).to_numpy()
+
 def _take(columns: dict, names, at: pa.Array) -> dict:
     "The columns `names` of `columns` taken at positions `at` (null positions give missing values)."
     return {name: columns[name].take(at) for name in names}
@@ -236,7 +240,7 @@ def _flatten_blocks(per_turn: tuple) -> tuple:
 # %% ../nbs/04_tables.ipynb #1b48802e
 def _attempt_prices(models: pa.Array, prices: dict) -> np.ndarray:
     "Per-million prices (one row per attempt of `models`, plus a NaN row last) from `prices` (spec -> Price or None)."
-    at = _positions(models, pa.array(list(prices), pa.string())).fill_null(len(prices)).to_numpy()
+    at = _filled(_positions(models, pa.array(list(prices), pa.string())), len(prices))
     listed = [*prices.values(), None]
     used, at = np.unique(np.append(at, len(prices)), return_inverse=True)  # only the prices some attempt is billed at
     return _price_matrix([listed[i] for i in used])[at]
@@ -366,7 +370,7 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         turns, turn_attempt = child("turns")
         tokens = np.column_stack([turns[name].to_numpy() for name in TOKEN_CATEGORIES])
         tokens = tokens.reshape(-1, len(TOKEN_CATEGORIES))
-        priced_at = turn_attempt.fill_null(len(attempts["attempt"])).to_numpy()
+        priced_at = _filled(turn_attempt, len(attempts["attempt"]))
         turns.update(_costs(tokens, attempt_prices[priced_at]))
         calls, _ = child("calls")
         verifies, _ = child("verifies")
@@ -398,7 +402,7 @@ _INDEX = {"sessions": "session_key", "attempts": "attempt_key", "turns": "turn_k
 
 def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.IntegerArray:
     "A key column of per-shard positions made global by `offsets` (one per row), missing where it was null."
-    local = column.fill_null(-1).to_numpy()
+    local = _filled(column)
     return pd.arrays.IntegerArray(local + offsets, local < 0)
 
 def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
@@ -420,8 +424,7 @@ def _as_shown(column: pa.ChunkedArray, vocabulary=None) -> tuple:
     ("`(codes, categories)` of a dictionary `column`: its categories as shown (see `_categories`), each row's code "
      "(-1: none).")
     column = column.unify_dictionaries().combine_chunks()
-    indices, values = column.indices, column.dictionary
-    codes = indices.fill_null(-1).to_numpy() if indices.null_count else indices.to_numpy()
+    codes, values = _filled(column.indices), column.dictionary
     if vocabulary is None:
         if _in_first_met_order(codes, len(values)): return codes, values.to_pylist()  # the usual case, left alone
         shown = values.take(pa.array(pd.unique(codes[codes >= 0]), pa.int64()))
@@ -429,7 +432,7 @@ def _as_shown(column: pa.ChunkedArray, vocabulary=None) -> tuple:
         held = values.filter(pa.array(np.bincount(codes[codes >= 0], minlength=len(values)) > 0)).to_pylist()
         shown = pa.array(list(vocabulary) + sorted(set(held) - set(vocabulary)), pa.string())
     # each row's code among those shown
-    moved = np.append(_positions(values, shown).fill_null(-1).to_numpy(), -1)[codes]
+    moved = np.append(_filled(_positions(values, shown)), -1)[codes]
     return moved, shown.to_pylist()
 
 def _categorical(codes: np.ndarray, categories: list, dtypes: dict) -> pd.Categorical:
