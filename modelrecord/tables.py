@@ -16,7 +16,6 @@ import sys
 import tempfile
 import time
 import uuid
-import zlib
 from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from itertools import chain, repeat, takewhile
@@ -29,6 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from .record import (
     AttemptRecord, BLOCK_KINDS, COST_COMPONENTS, CallRecord, ENDINGS, GO_ZERO_TIME, OUTCOMES, Price, RunRecord,
@@ -298,14 +298,38 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
         owners["blocks"].append(lines["turn"][1][turn_at])
         _add_columns(arrays["blocks"], blocks, plans["blocks"])
 
+# %% ../nbs/04_tables.ipynb #acf56351
+def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
+    "Whether the category `codes` (-1 missing) use all `categories`, each first met after those before it."
+    if not len(codes): return categories == 0
+    reached = np.maximum.accumulate(codes)  # the highest code met so far, which must climb one code at a time:
+    climbed = int(reached[-1]) - int(reached[0])  # its steps are whole and not negative, so they are all 0 or 1
+    return reached[0] <= 0 and reached[-1] == categories - 1 and np.count_nonzero(np.diff(reached)) == climbed
+
+def _codes(column) -> tuple:
+    ("`(codes, categories)` of a dictionary `column` (an Arrow array, or a chunked array, unified): each row's code "
+     "(-1: none), and how many categories it has.")
+    if isinstance(column, pa.ChunkedArray):
+        column = column.chunk(0) if column.num_chunks == 1 else column.unify_dictionaries().combine_chunks()
+    return _filled(column.indices), len(column.dictionary)
+
+def _first_met_columns(tables: dict) -> dict:
+    ("Table -> the dictionary columns of `tables` (name -> `pyarrow.Table`) whose codes use every category, each "
+     "first met after those before it.")
+    return {name: [column for column, kind in zip(table.column_names, table.schema.types)
+                   if pa.types.is_dictionary(kind) and _in_first_met_order(*_codes(table.column(column)))]
+            for name, table in tables.items()}
+
+
 # %% ../nbs/04_tables.ipynb #6bbee3b3
 class Part(dict):
     ("The tables of a batch of shards (name -> `pyarrow.Table`), with the shards' `paths`, each table's rows per "
-     "shard (`counts`) and the `problems` salvaged.")
-    def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table):
+     "shard (`counts`), the `problems` salvaged, and the columns known to be in first-met order (`first_met`).")
+    def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table, first_met: Optional[dict] = None):
         super().__init__(tables)
         self.paths, self.counts, self.problems = paths, counts, problems
-    def __reduce__(self): return Part, (dict(self), self.paths, self.counts, self.problems)
+        self.first_met = first_met or {}  # table -> its dictionary columns that `_in_first_met_order` holds for
+    def __reduce__(self): return Part, (dict(self), self.paths, self.counts, self.problems, self.first_met)
 
 _PROBLEM_TYPES = {"shard": pa.string(), "line": pa.int64(), "field": pa.string(), "why": pa.string()}
 
@@ -387,7 +411,7 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         counts = {name: np.bincount(owners[name], minlength=len(paths)) for name in TABLES}
         refused = dict(zip(*np.unique([p.path for p in problems], return_counts=True))) if problems else {}
         counts["problems"] = np.array([refused.get(path, 0) for path in paths], np.int64)
-        return Part(tables, paths, counts, _problems_table(problems))
+        return Part(tables, paths, counts, _problems_table(problems), _first_met_columns(tables))
 
 def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
     "The tables of the one shard file at `path` (the batch of one shard; see `batch_tables`)."
@@ -405,13 +429,6 @@ def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.Integ
     local = _filled(column)
     return pd.arrays.IntegerArray(local + offsets, local < 0)
 
-def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
-    "Whether the category `codes` (-1 missing) use all `categories`, each first met after those before it."
-    if not len(codes): return categories == 0
-    reached = np.maximum.accumulate(codes)  # the highest code met so far, which must climb one code at a time:
-    climbed = int(reached[-1]) - int(reached[0])  # its steps are whole and not negative, so they are all 0 or 1
-    return reached[0] <= 0 and reached[-1] == categories - 1 and np.count_nonzero(np.diff(reached)) == climbed
-
 def _first_met(column: pd.Series) -> pd.Series:
     "A categorical `column` with the categories its rows hold, in the order they are first met down the column."
     codes, categories = column.cat.codes.to_numpy(), column.cat.categories
@@ -420,13 +437,14 @@ def _first_met(column: pd.Series) -> pd.Series:
     held = pd.unique(codes[codes >= 0])  # in the order first met
     return column.cat.set_categories(pd.Index(categories[held], dtype="str"))
 
-def _as_shown(column: pa.ChunkedArray, vocabulary=None) -> tuple:
+def _as_shown(column: pa.ChunkedArray, vocabulary=None, first_met: bool = False) -> tuple:
     ("`(codes, categories)` of a dictionary `column`: its categories as shown (see `_categories`), each row's code "
-     "(-1: none).")
+     "(-1: none); `first_met` when its chunks are known to be in first-met order.")
     column = column.unify_dictionaries().combine_chunks()
     codes, values = _filled(column.indices), column.dictionary
     if vocabulary is None:
-        if _in_first_met_order(codes, len(values)): return codes, values.to_pylist()  # the usual case, left alone
+        # the usual case, left alone
+        if first_met or _in_first_met_order(codes, len(values)): return codes, values.to_pylist()
         shown = values.take(pa.array(pd.unique(codes[codes >= 0]), pa.int64()))
     else:
         held = values.filter(pa.array(np.bincount(codes[codes >= 0], minlength=len(values)) > 0)).to_pylist()
@@ -468,6 +486,10 @@ def _relative(paths: pd.Index, root) -> pd.Index:
     if len(paths) and paths.str.startswith(prefix).all(): return paths.str.slice(len(prefix))
     return pd.Index([os.path.relpath(p, root) for p in paths], dtype="str")
 
+def _known_first_met(part: Mapping, name: str) -> set:
+    "The dictionary columns of table `name` of `part` known to be in first-met order (none for plain tables)."
+    return set(part.first_met.get(name, ())) if isinstance(part, Part) else set()
+
 def _frames(parts: list, root) -> dict:
     ("One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to "
      "`root`.")
@@ -475,20 +497,21 @@ def _frames(parts: list, root) -> dict:
     frames, dtypes = {}, {}
     for name in TABLES:
         table = pa.concat_tables([part[name] for part in parts])
-        built = [column for column, kind in zip(table.column_names, table.schema.types)
-                 if column in _KEYS or pa.types.is_dictionary(kind)]  # the keys and categoricals, built here
-        frame = table.drop_columns(built).to_pandas(use_threads=False)
-        for column in built:
+        first_met = set.intersection(*(_known_first_met(part, name) for part in parts))
+        built = {}  # the keys and categoricals, made here; the rest by Arrow
+        for column, kind in zip(table.column_names, table.schema.types):
             if column in _KEYS:
                 target = rows[_KEYS[column]]
-                values = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
-            else:
-                codes, categories = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column))
+                built[column] = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
+            elif pa.types.is_dictionary(kind):
+                codes, categories = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column), column in first_met)
                 if column == "shard" and root is not None:
                     categories = list(_relative(pd.Index(categories, dtype="str"), root))
-                values = _categorical(codes, categories, dtypes)
-            # (not there: skips a look-up)
-            frame.insert(table.column_names.index(column), column, values, allow_duplicates=True)
+                built[column] = _categorical(codes, categories, dtypes)
+        plain = table.drop_columns(list(built)).to_pandas(use_threads=False)
+        # one frame made at once: inserting the columns one by one costs pandas a look-up and a new index each
+        frame = pd.DataFrame({column: built[column] if column in built else plain[column].array
+                              for column in table.column_names}, copy=False)
         if name in _INDEX: frame.index.name = _INDEX[name]
         frames[name] = frame
     return frames
@@ -719,27 +742,28 @@ def _tree_dir(tree, content: bool) -> Path:
 
 # %% ../nbs/04_tables.ipynb #bddbd8d2
 class _Segment(msgspec.Struct, array_like=True):
-    ("An entry of a tree's index: a segment file, its CRC-32 and size, where each table's IPC file sits in it, and "
-     "the shards it holds.")
+    ("An entry of a tree's index: a segment file, its digest and size, where each table's IPC file sits in it, the "
+     "shards it holds.")
     file: str
-    crc: int
+    digest: int  # XXH3 (64 bits) of the file's bytes
     size: int
     spans: dict  # table name (and "problems") -> [offset, length] of its Arrow IPC file in the segment file
     shards: list  # the key of each shard it holds, in order: [resolved path, size, mtime_ns, inode]
     counts: dict  # table name (and "problems") -> rows of each of its shards
+    first_met: dict  # table name -> the columns `Part.first_met` names
 
 def _replace(directory: Path, name: str, chunks: list) -> int:
-    "Write `chunks` (bytes) to `directory/name` through a temporary name and a rename; return their CRC-32."
-    temporary, crc = directory / f".{name}.{uuid.uuid4().hex}.tmp", 0
+    "Write `chunks` (bytes) to `directory/name` through a temporary name and a rename; return their XXH3 digest."
+    temporary, digest = directory / f".{name}.{uuid.uuid4().hex}.tmp", xxhash.xxh3_64()
     try:
         with open(temporary, "wb") as file:
             for chunk in chunks:
                 file.write(chunk)
-                crc = zlib.crc32(chunk, crc)
+                digest.update(chunk)
         os.replace(temporary, directory / name)
     finally:
         if temporary.exists(): temporary.unlink()
-    return crc
+    return digest.intdigest()
 
 def _write_segment(directory: Path, part: Part, keys: list) -> _Segment:
     "Write the tables of `part` (the shards of `keys`) as a new segment file in `directory`; return its index entry."
@@ -754,21 +778,21 @@ def _write_segment(directory: Path, part: Part, keys: list) -> _Segment:
         at += len(data) + len(padding)
     directory.mkdir(parents=True, exist_ok=True)
     file = f"segment-{uuid.uuid4().hex}.arrow"
-    crc = _replace(directory, file, chunks)
+    digest = _replace(directory, file, chunks)
     counts = {name: part.counts[name].tolist() for name in (*TABLES, "problems")}
-    return _Segment(file, crc, at, spans, [list(key) for key in keys], counts)
+    return _Segment(file, digest, at, spans, [list(key) for key in keys], counts, part.first_met)
 
 def _open_segment(directory: Path, segment: _Segment) -> Optional[Part]:
     "The tables of `segment`, memory-mapped, or None when its file is missing, truncated, corrupt or foreign."
     try:
         buffer = pa.memory_map(str(directory / segment.file)).read_buffer()
-        if buffer.size != segment.size or zlib.crc32(buffer) != segment.crc: return None
+        if buffer.size != segment.size or xxhash.xxh3_64_intdigest(buffer) != segment.digest: return None
         tables = {name: pa.ipc.open_file(buffer.slice(offset, length)).read_all()
                   for name, (offset, length) in segment.spans.items()}
         counts = {name: np.array(rows, np.int64) for name, rows in segment.counts.items()}
         if any(tables[name].num_rows != counts[name].sum() for name in counts): return None
         problems = tables.pop("problems")
-        return Part(tables, [key[0] for key in segment.shards], counts, problems)
+        return Part(tables, [key[0] for key in segment.shards], counts, problems, segment.first_met)
     except (OSError, ValueError, KeyError, TypeError, pa.ArrowException): return None
 
 # %% ../nbs/04_tables.ipynb #a6b3a0c3
@@ -778,15 +802,15 @@ def _read_index(directory: Path) -> list:
     "The segments named by the index in `directory`, or none when it is missing, corrupt or foreign."
     try: data = (directory / _INDEX_FILE).read_bytes()
     except OSError: return []
-    if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "little"): return []
-    try: return msgspec.msgpack.decode(data[4:], type=list[_Segment])
+    if len(data) < 8 or xxhash.xxh3_64_intdigest(data[8:]) != int.from_bytes(data[:8], "little"): return []
+    try: return msgspec.msgpack.decode(data[8:], type=list[_Segment])
     except (msgspec.DecodeError, msgspec.ValidationError): return []
 
 def _write_index(directory: Path, segments: list, dropped: set):
     ("Write the index of `segments` in `directory`; delete the segment files `dropped`, and those no index names once "
      "they are old.")
     body = msgspec.msgpack.encode(segments)
-    _replace(directory, _INDEX_FILE, [zlib.crc32(body).to_bytes(4, "little"), body])
+    _replace(directory, _INDEX_FILE, [xxhash.xxh3_64_intdigest(body).to_bytes(8, "little"), body])
     named = {segment.file for segment in segments}
     with os.scandir(directory) as entries:
         for entry in entries:
@@ -828,7 +852,8 @@ def clear_cache() -> int:
 
 # %% ../nbs/04_tables.ipynb #aab44a2e
 def _slice(part: Part, start: int, stop: int) -> Part:
-    "The shards `start` to `stop` (positions in `part`) of `part`, their rows sliced out (no copy)."
+    ("The shards `start` to `stop` (positions in `part`) of `part`, their rows sliced out (no copy; a slice may not "
+     "hold every category, so none is known to be in first-met order).")
     if start == 0 and stop == len(part.paths): return part
     def cut(table, rows):
         "The rows of the shards wanted, of a table with `rows` per shard."
