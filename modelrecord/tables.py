@@ -306,29 +306,35 @@ def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
     climbed = int(reached[-1]) - int(reached[0])  # its steps are whole and not negative, so they are all 0 or 1
     return reached[0] <= 0 and reached[-1] == categories - 1 and np.count_nonzero(np.diff(reached)) == climbed
 
-def _codes(column) -> tuple:
-    ("`(codes, categories)` of a dictionary `column` (an Arrow array, or a chunked array, unified): each row's code "
-     "(-1: none), and how many categories it has.")
-    if isinstance(column, pa.ChunkedArray):
-        column = column.chunk(0) if column.num_chunks == 1 else column.unify_dictionaries().combine_chunks()
-    return _filled(column.indices), len(column.dictionary)
+def _relabelled(codes: np.ndarray, values: pa.Array) -> tuple:
+    ("`(codes, values)`: the category `codes` (-1 missing) of the categories `values` renumbered among those they "
+     "hold, in the order first met (as they were when already so).")
+    if _in_first_met_order(codes, len(values)): return codes, values
+    held = pd.unique(codes[codes >= 0])  # in the order first met
+    renumbered = np.full(len(values) + 1, -1, codes.dtype)  # the last place is what -1 takes
+    renumbered[held] = np.arange(len(held))
+    return renumbered[codes], values.take(pa.array(held, pa.int64()))
 
-def _first_met_columns(tables: dict) -> dict:
-    ("Table -> the dictionary columns of `tables` (name -> `pyarrow.Table`) whose codes use every category, each "
-     "first met after those before it.")
-    return {name: [column for column, kind in zip(table.column_names, table.schema.types)
-                   if pa.types.is_dictionary(kind) and _in_first_met_order(*_codes(table.column(column)))]
-            for name, table in tables.items()}
+def _first_met_table(table: pa.Table) -> pa.Table:
+    "`table` with each dictionary column's categories those its rows hold, in the order first met."
+    for i, kind in enumerate(table.schema.types):
+        if not pa.types.is_dictionary(kind): continue
+        column = table.column(i).combine_chunks()
+        codes, values = _relabelled(codes := _filled(column.indices), column.dictionary)
+        if values is not column.dictionary:
+            table = table.set_column(i, table.field(i), pa.DictionaryArray.from_arrays(
+                pa.array(codes, kind.index_type, mask=codes < 0), values))
+    return table
 
 
 # %% ../nbs/04_tables.ipynb #6bbee3b3
 class Part(dict):
     ("The tables of a batch of shards (name -> `pyarrow.Table`), with the shards' `paths`, each table's rows per "
-     "shard (`counts`), the `problems` salvaged, and the columns known to be in first-met order (`first_met`).")
-    def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table, first_met: Optional[dict] = None):
+     "shard (`counts`), the `problems` salvaged, and whether its categoricals are known to be in first-met order.")
+    def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table, first_met: bool = False):
         super().__init__(tables)
         self.paths, self.counts, self.problems = paths, counts, problems
-        self.first_met = first_met or {}  # table -> its dictionary columns that `_in_first_met_order` holds for
+        self.first_met = first_met  # every dictionary column's categories are those its rows hold, first met first
     def __reduce__(self): return Part, (dict(self), self.paths, self.counts, self.problems, self.first_met)
 
 _PROBLEM_TYPES = {"shard": pa.string(), "line": pa.int64(), "field": pa.string(), "why": pa.string()}
@@ -411,7 +417,8 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         counts = {name: np.bincount(owners[name], minlength=len(paths)) for name in TABLES}
         refused = dict(zip(*np.unique([p.path for p in problems], return_counts=True))) if problems else {}
         counts["problems"] = np.array([refused.get(path, 0) for path in paths], np.int64)
-        return Part(tables, paths, counts, _problems_table(problems), _first_met_columns(tables))
+        tables = {name: _first_met_table(table) for name, table in tables.items()}
+        return Part(tables, paths, counts, _problems_table(problems), first_met=True)
 
 def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
     "The tables of the one shard file at `path` (the batch of one shard; see `batch_tables`)."
@@ -443,12 +450,13 @@ def _as_shown(column: pa.ChunkedArray, vocabulary=None, first_met: bool = False)
     column = column.unify_dictionaries().combine_chunks()
     codes, values = _filled(column.indices), column.dictionary
     if vocabulary is None:
-        # the usual case, left alone
-        if first_met or _in_first_met_order(codes, len(values)): return codes, values.to_pylist()
-        shown = values.take(pa.array(pd.unique(codes[codes >= 0]), pa.int64()))
-    else:
-        held = values.filter(pa.array(np.bincount(codes[codes >= 0], minlength=len(values)) > 0)).to_pylist()
-        shown = pa.array(list(vocabulary) + sorted(set(held) - set(vocabulary)), pa.string())
+        if not first_met: codes, values = _relabelled(codes, values)  # usually left alone
+        return codes, values.to_pylist()
+    # the vocabulary, then any other value a row holds (every value of the dictionary, when it is in first-met order)
+    other = set(values.to_pylist()) - set(vocabulary)
+    if other and not first_met:
+        other &= set(values.filter(pa.array(np.bincount(codes[codes >= 0], minlength=len(values)) > 0)).to_pylist())
+    shown = pa.array(list(vocabulary) + sorted(other), pa.string())
     # each row's code among those shown
     moved = np.append(_filled(_positions(values, shown)), -1)[codes]
     return moved, shown.to_pylist()
@@ -480,33 +488,28 @@ def _counts(part: Mapping) -> dict:
     "Each table's rows per shard of `part` (a `Part`, or the plain tables of one shard)."
     return part.counts if isinstance(part, Part) else {name: np.array([part[name].num_rows]) for name in TABLES}
 
-def _relative(paths: pd.Index, root) -> pd.Index:
-    "The shard `paths` relative to `root` (a prefix cut off all at once when they are all under it, as a load's are)."
+def _relative(paths: list, root) -> list:
+    "The shard `paths` relative to `root` (a prefix cut off when they are all under it, as a load's are)."
     prefix = os.path.join(os.path.abspath(root), "")
-    if len(paths) and paths.str.startswith(prefix).all(): return paths.str.slice(len(prefix))
-    return pd.Index([os.path.relpath(p, root) for p in paths], dtype="str")
-
-def _known_first_met(part: Mapping, name: str) -> set:
-    "The dictionary columns of table `name` of `part` known to be in first-met order (none for plain tables)."
-    return set(part.first_met.get(name, ())) if isinstance(part, Part) else set()
+    if all(path.startswith(prefix) for path in paths): return [path[len(prefix):] for path in paths]
+    return [os.path.relpath(path, root) for path in paths]
 
 def _frames(parts: list, root) -> dict:
     ("One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to "
      "`root`.")
     rows = {name: np.concatenate([_counts(part)[name] for part in parts]).astype(np.int64) for name in TABLES}
     frames, dtypes = {}, {}
+    first_met = all(isinstance(part, Part) and part.first_met for part in parts)
     for name in TABLES:
         table = pa.concat_tables([part[name] for part in parts])
-        first_met = set.intersection(*(_known_first_met(part, name) for part in parts))
         built = {}  # the keys and categoricals, made here; the rest by Arrow
         for column, kind in zip(table.column_names, table.schema.types):
             if column in _KEYS:
                 target = rows[_KEYS[column]]
                 built[column] = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
             elif pa.types.is_dictionary(kind):
-                codes, categories = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column), column in first_met)
-                if column == "shard" and root is not None:
-                    categories = list(_relative(pd.Index(categories, dtype="str"), root))
+                codes, categories = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column), first_met)
+                if column == "shard" and root is not None: categories = _relative(categories, root)
                 built[column] = _categorical(codes, categories, dtypes)
         plain = table.drop_columns(list(built)).to_pandas(use_threads=False)
         # one frame made at once: inserting the columns one by one costs pandas a look-up and a new index each
@@ -750,7 +753,7 @@ class _Segment(msgspec.Struct, array_like=True):
     spans: dict  # table name (and "problems") -> [offset, length] of its Arrow IPC file in the segment file
     shards: list  # the key of each shard it holds, in order: [resolved path, size, mtime_ns, inode]
     counts: dict  # table name (and "problems") -> rows of each of its shards
-    first_met: dict  # table name -> the columns `Part.first_met` names
+    first_met: bool  # as `Part.first_met`
 
 def _replace(directory: Path, name: str, chunks: list) -> int:
     "Write `chunks` (bytes) to `directory/name` through a temporary name and a rename; return their XXH3 digest."
