@@ -135,8 +135,11 @@ def _filled(array, value: int = -1) -> np.ndarray:
     return (array.fill_null(value) if array.null_count else array).to_numpy()
 
 def _take(columns: dict, names, at: pa.Array) -> dict:
-    "The columns `names` of `columns` taken at positions `at` (null positions give missing values)."
-    return {name: columns[name].take(at) for name in names}
+    ("The columns `names` of `columns` taken at positions `at` (null positions give missing values), categoricals "
+     "holding the categories they hold, in the order first met.")
+    taken = {name: columns[name].take(at) for name in names}
+    return {name: _first_met_array(column) if pa.types.is_dictionary(column.type) else column
+            for name, column in taken.items()}
 
 def _keyed(owners: np.ndarray, names: pa.Array) -> pa.Array:
     "`names` made unique across the shards of a batch: each prefixed by the number of its shard (`owners`)."
@@ -152,6 +155,30 @@ def _local(at: pa.Array, starts: np.ndarray, owners: np.ndarray) -> pa.Array:
     "Positions `at` in a batch's table made positions in the shard of each row (`owners`); null stays null."
     return pc.subtract(at, pa.array(starts[owners], pa.int64())) if len(starts) > 1 else at
 
+# %% ../nbs/04_tables.ipynb #acf56351
+def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
+    "Whether the category `codes` (-1 missing) use all `categories`, each first met after those before it."
+    if not len(codes): return categories == 0
+    reached = np.maximum.accumulate(codes)  # the highest code met so far, which must climb one code at a time:
+    climbed = int(reached[-1]) - int(reached[0])  # its steps are whole and not negative, so they are all 0 or 1
+    return reached[0] <= 0 and reached[-1] == categories - 1 and np.count_nonzero(np.diff(reached)) == climbed
+
+def _relabelled(codes: np.ndarray, values: pa.Array) -> tuple:
+    ("`(codes, values)`: the category `codes` (-1 missing) of the categories `values` renumbered among those they "
+     "hold, in the order first met (as they were when already so).")
+    if _in_first_met_order(codes, len(values)): return codes, values
+    held = pd.unique(codes[codes >= 0])  # in the order first met
+    renumbered = np.full(len(values) + 1, -1, codes.dtype)  # the last place is what -1 takes
+    renumbered[held] = np.arange(len(held))
+    return renumbered[codes], values.take(pa.array(held, pa.int64()))
+
+def _first_met_array(array: pa.DictionaryArray) -> pa.DictionaryArray:
+    "The dictionary `array` with the categories its rows hold, in the order first met (itself when they are)."
+    codes, values = _relabelled(_filled(array.indices), array.dictionary)
+    if values is array.dictionary: return array
+    return pa.DictionaryArray.from_arrays(pa.array(codes, array.type.index_type, mask=codes < 0), values)
+
+
 # %% ../nbs/04_tables.ipynb #a85fff4d
 RUN_COLUMNS = ("run_id", "commit", "edition", "tier")  # the run columns every table carries
 
@@ -164,10 +191,17 @@ def _encoded(values: list) -> tuple:
 
 def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
     ("A categorical column holding, for each row, the value of its shard (`encoded` by `_encoded`), missing where it "
-     "has none.")
+     "has none, its categories in the order first met.")
     codes, dictionary = encoded
-    at = codes[owners]
-    return pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), dictionary)
+    if np.any(owners[1:] < owners[:-1]):  # rows out of shard order: renumbered row by row
+        return _first_met_array(pa.DictionaryArray.from_arrays(pa.array(at := codes[owners], mask=at < 0), dictionary))
+    # in shard order, as a batch's rows are: first met in the order of the shards that have rows
+    present = np.flatnonzero(np.bincount(owners, minlength=len(codes) - 1))
+    held, values = _relabelled(codes[present], dictionary)
+    renumbered = np.full(len(codes), -1, codes.dtype)
+    renumbered[present] = held
+    at = renumbered[owners]
+    return pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), values)
 
 def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:
     ("`columns` as a table, with the run columns and the path of each row's shard (`constants`: column -> `_encoded` "
@@ -298,35 +332,6 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
         owners["blocks"].append(lines["turn"][1][turn_at])
         _add_columns(arrays["blocks"], blocks, plans["blocks"])
 
-# %% ../nbs/04_tables.ipynb #acf56351
-def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
-    "Whether the category `codes` (-1 missing) use all `categories`, each first met after those before it."
-    if not len(codes): return categories == 0
-    reached = np.maximum.accumulate(codes)  # the highest code met so far, which must climb one code at a time:
-    climbed = int(reached[-1]) - int(reached[0])  # its steps are whole and not negative, so they are all 0 or 1
-    return reached[0] <= 0 and reached[-1] == categories - 1 and np.count_nonzero(np.diff(reached)) == climbed
-
-def _relabelled(codes: np.ndarray, values: pa.Array) -> tuple:
-    ("`(codes, values)`: the category `codes` (-1 missing) of the categories `values` renumbered among those they "
-     "hold, in the order first met (as they were when already so).")
-    if _in_first_met_order(codes, len(values)): return codes, values
-    held = pd.unique(codes[codes >= 0])  # in the order first met
-    renumbered = np.full(len(values) + 1, -1, codes.dtype)  # the last place is what -1 takes
-    renumbered[held] = np.arange(len(held))
-    return renumbered[codes], values.take(pa.array(held, pa.int64()))
-
-def _first_met_table(table: pa.Table) -> pa.Table:
-    "`table` with each dictionary column's categories those its rows hold, in the order first met."
-    for i, kind in enumerate(table.schema.types):
-        if not pa.types.is_dictionary(kind): continue
-        column = table.column(i).combine_chunks()
-        codes, values = _relabelled(codes := _filled(column.indices), column.dictionary)
-        if values is not column.dictionary:
-            table = table.set_column(i, table.field(i), pa.DictionaryArray.from_arrays(
-                pa.array(codes, kind.index_type, mask=codes < 0), values))
-    return table
-
-
 # %% ../nbs/04_tables.ipynb #6bbee3b3
 class Part(dict):
     ("The tables of a batch of shards (name -> `pyarrow.Table`), with the shards' `paths`, each table's rows per "
@@ -334,7 +339,7 @@ class Part(dict):
     def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table, first_met: bool = False):
         super().__init__(tables)
         self.paths, self.counts, self.problems = paths, counts, problems
-        self.first_met = first_met  # every dictionary column's categories are those its rows hold, first met first
+        self.first_met = first_met  # each categorical holds the categories its rows hold, in the order first met
     def __reduce__(self): return Part, (dict(self), self.paths, self.counts, self.problems, self.first_met)
 
 _PROBLEM_TYPES = {"shard": pa.string(), "line": pa.int64(), "field": pa.string(), "why": pa.string()}
@@ -417,8 +422,7 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
         counts = {name: np.bincount(owners[name], minlength=len(paths)) for name in TABLES}
         refused = dict(zip(*np.unique([p.path for p in problems], return_counts=True))) if problems else {}
         counts["problems"] = np.array([refused.get(path, 0) for path in paths], np.int64)
-        tables = {name: _first_met_table(table) for name, table in tables.items()}
-        return Part(tables, paths, counts, _problems_table(problems), first_met=True)
+        return Part(tables, paths, counts, _problems_table(problems), first_met=True)  # see `_first_met_array`
 
 def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
     "The tables of the one shard file at `path` (the batch of one shard; see `batch_tables`)."

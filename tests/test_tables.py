@@ -291,6 +291,29 @@ def test_parallel_load_without_cache_hands_over_through_scratch_files_it_removes
         pd.testing.assert_frame_equal(parallel[name], tables[name], check_categorical=False)
 
 
+def test_every_categorical_of_a_batch_is_in_first_met_order(tree):
+    """What `Part.first_met` promises, column by column: each categorical of a batch holds the categories its rows
+    hold, in the order first met; and `combine` leaving such parts unchecked gives what checking them gives."""
+    import pyarrow as pa
+    from modelrecord.reader import shard_paths
+    from modelrecord.tables import Part, _filled, _in_first_met_order, batch_tables, combine
+    paths = shard_paths(tree)
+    batchings = {"one batch": [paths], "alone": [[p] for p in paths],
+                 "threes, backwards": [paths[i:i + 3] for i in range(0, len(paths), 3)][::-1]}
+    for batching, batches in batchings.items():
+        parts = [batch_tables(batch, content=True) for batch in batches]
+        for part in parts:
+            assert part.first_met
+            for name, table in part.items():
+                for column, kind in zip(table.column_names, table.schema.types):
+                    if not pa.types.is_dictionary(kind): continue
+                    array = table.column(column).combine_chunks()
+                    assert _in_first_met_order(_filled(array.indices), len(array.dictionary)), (batching, name, column)
+        trusted = combine(parts, tree)
+        checked = combine([Part(dict(p), p.paths, p.counts, p.problems, first_met=False) for p in parts], tree)
+        for name in TABLES: pd.testing.assert_frame_equal(trusted[name], checked[name], check_exact=True)
+
+
 def test_content_columns(tree, raw):
     full = load(tree, content=True)
     texts = [b.get("text") or None for _, t in _payloads(raw, "turn") for b in t.get("blocks", [])]
