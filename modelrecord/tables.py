@@ -135,8 +135,8 @@ def _filled(array, value: int = -1) -> np.ndarray:
     return (array.fill_null(value) if array.null_count else array).to_numpy()
 
 def _take(columns: dict, names, at: pa.Array) -> dict:
-    ("The columns `names` of `columns` taken at positions `at` (null positions give missing values), categoricals "
-     "holding the categories they hold, in the order first met.")
+    ("The columns `names` of `columns` taken at positions `at` (null positions give missing values); a categorical "
+     "taken keeps only the categories its rows hold, in the order first met.")
     taken = {name: columns[name].take(at) for name in names}
     return {name: _first_met_array(column) if pa.types.is_dictionary(column.type) else column
             for name, column in taken.items()}
