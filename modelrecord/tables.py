@@ -193,15 +193,15 @@ def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
     ("A categorical column holding, for each row, the value of its shard (`encoded` by `_encoded`), missing where it "
      "has none, its categories in the order first met.")
     codes, dictionary = encoded
-    if np.any(owners[1:] < owners[:-1]):  # rows out of shard order: renumbered row by row
-        return _first_met_array(pa.DictionaryArray.from_arrays(pa.array(at := codes[owners], mask=at < 0), dictionary))
-    # in shard order, as a batch's rows are: first met in the order of the shards that have rows
-    present = np.flatnonzero(np.bincount(owners, minlength=len(codes) - 1))
-    held, values = _relabelled(codes[present], dictionary)
-    renumbered = np.full(len(codes), -1, codes.dtype)
-    renumbered[present] = held
-    at = renumbered[owners]
-    return pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), values)
+    in_shard_order = not np.any(owners[1:] < owners[:-1])
+    if in_shard_order:  # as a batch's rows are: first met in the order of the shards that have rows
+        present = np.flatnonzero(np.bincount(owners, minlength=len(codes) - 1))
+        held, dictionary = _relabelled(codes[present], dictionary)
+        codes = np.full(len(codes), -1, codes.dtype)
+        codes[present] = held
+    at = codes[owners]
+    column = pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), dictionary)
+    return column if in_shard_order else _first_met_array(column)  # out of shard order: renumbered row by row
 
 def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:
     ("`columns` as a table, with the run columns and the path of each row's shard (`constants`: column -> `_encoded` "
