@@ -210,7 +210,7 @@ def _decode_line(line: bytes):
             setattr(ours, name, msgspec.Raw(unmask_surrogates(bytes(getattr(theirs, name)), originals)))
     return record
 
-def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
+def _refuse_lines(path: str, lines: list, first: int, records: list, refuse, rules: bool):
     "Decode `lines` (numbered from `first`) one by one, keeping the good ones and refusing the rest."
     for number, line in enumerate(lines, first):
         if len(line) >= MAX_LINE_BYTES:
@@ -221,7 +221,7 @@ def _refuse_lines(path: str, lines: list, first: int, records: list, refuse):
         except msgspec.DecodeError as failure:
             refuse(ShardError(path, number, None, _not_json(failure, line))); continue
         except RecursionError: refuse(ShardError(path, number, None, _TOO_DEEP)); continue
-        if problem := _problem(record): refuse(ShardError(path, number, *problem)); continue
+        if rules and (problem := _problem(record)): refuse(ShardError(path, number, *problem)); continue
         records.append(record)
 
 # %% ../nbs/01_reader.ipynb #4d6e8b10
@@ -243,17 +243,18 @@ def _under_cap(data: bytes, start: int, end: int) -> bool:
         if not start: return False  # no newline within a cap's length: that line is too long
     return True
 
-def _read_lines(path: str, data: bytes, start: int, end: int, first: int, records: list, refuse) -> int:
+def _read_lines(path: str, data: bytes, start: int, end: int, first: int, records: list, refuse,
+                rules: bool) -> int:
     "Decode the complete lines `data[start:end]` (numbered from `first`) into `records`; how many lines they were."
     lines = _one_object_per_line(data, start, end)
     if lines and _under_cap(data, start, end):
         try: decoded = _decode_lines(memoryview(data)[start:end])
         except (msgspec.DecodeError, RecursionError): decoded = ()
-        if len(decoded) == lines and not any(map(_problem, decoded)):
+        if len(decoded) == lines and not (rules and any(map(_problem, decoded))):
             records += decoded
             return lines
     pieces = data[start:end].split(b"\n")
-    _refuse_lines(path, pieces, first, records, refuse)
+    _refuse_lines(path, pieces, first, records, refuse, rules)
     return len(pieces)
 
 # %% ../nbs/01_reader.ipynb #9a2266e6
@@ -279,7 +280,7 @@ def _open_shard(path: str):
         raise ShardError(path, None, None, f"is {kind}, not a regular file: a shard is a file a run appended lines to")
     return open(fd, "rb")
 
-def _read_blocks(path: str, file, refuse):
+def _read_blocks(path: str, file, refuse, rules: bool):
     "The records of the lines of the shard `file` (at `path`), a list per block, each refusal passed to `refuse`."
     with file:
         pending, number, skipping = b"", 1, False
@@ -292,8 +293,8 @@ def _read_blocks(path: str, file, refuse):
             elif pending and end >= 0:  # the line the last block began ends at this one's first newline
                 start = block.find(b"\n") + 1
                 line, pending = pending + block[:start - 1], b""
-                number += _read_lines(path, line, 0, len(line), number, records, refuse)
-            if start <= end: number += _read_lines(path, block, start, end, number, records, refuse)
+                number += _read_lines(path, line, 0, len(line), number, records, refuse, rules)
+            if start <= end: number += _read_lines(path, block, start, end, number, records, refuse, rules)
             pending += block[end + 1:]
             if len(pending) >= MAX_LINE_BYTES:
                 refuse(ShardError(path, number, None,
@@ -302,7 +303,7 @@ def _read_blocks(path: str, file, refuse):
             yield records
         if pending:
             records = []
-            _read_lines(path, pending, 0, len(pending), number, records, refuse)
+            _read_lines(path, pending, 0, len(pending), number, records, refuse, rules)
             yield records
 
 # %% ../nbs/01_reader.ipynb #f4eaaa55
@@ -347,14 +348,15 @@ def _refuser(errors: Errors, collected: list):
     if errors == "collect": return collected.append
     raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
 
-def read_blocks(path, errors: Errors = "raise", collected: Optional[list] = None):
+def read_blocks(path, errors: Errors = "raise", collected: Optional[list] = None, rules: bool = True):
     ("The records of the shard at `path`, a list per block of lines in file order, refusals as `read_shard` has "
-     "them; a file that cannot be opened gives none.")
+     "them; a file that cannot be opened gives none. With `rules=False` the lines are not checked against `line_problem`'s "
+     "rules: for a caller that checks them itself, many lines at a time (`first_line_problem`).")
     path = os.fspath(path)
     refuse = _refuser(errors, [] if collected is None else collected)
     try: file = _open_shard(path)
     except ShardError as refusal: return refuse(refusal)
-    try: yield from _read_blocks(path, file, refuse)
+    try: yield from _read_blocks(path, file, refuse, rules)
     except OSError as failure: refuse(ShardError(path, None, None, f"cannot be read: {failure.strerror or failure}"))
 
 def read_shard(path, errors: Errors = "raise", collected: Optional[list] = None, root=None) -> Optional[Shard]:

@@ -13,8 +13,8 @@ __all__ = ['SCHEMA_VERSION', 'DIR_ENV', 'SHARD_PREFIX', 'SHARD_SUFFIX', 'MAX_RES
            'Position', 'Count', 'Outcome', 'GO_ZERO_TIME', 'RECORD_TYPES', 'AnyRecord', 'GoTime', 'decode_hook', 'Omit',
            'Price', 'Provider', 'Run', 'Session', 'Attempt', 'mask_surrogates', 'unmask_surrogates', 'go_decodable',
            'compact_json', 'Block', 'Usage', 'Turn', 'Call', 'Verify', 'Record', 'RunRecord', 'SessionRecord',
-           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'cap_result', 'cap_text',
-           'refused_outcome', 'EncodeError', 'encode']
+           'AttemptRecord', 'TurnRecord', 'CallRecord', 'VerifyRecord', 'line_problem', 'first_line_problem',
+           'cap_result', 'cap_text', 'refused_outcome', 'EncodeError', 'encode']
 
 # %% ../nbs/00_record.ipynb #2a04715a
 import datetime as dt
@@ -437,6 +437,29 @@ def line_problem(line) -> Optional[tuple[str, str]]:
             return "attempt.reason", f"must be empty on a completed attempt, got {line.reason!r}"
     elif isinstance(line, Verify) and not line.passed and _blank(line.detail):
         return "verify.detail", "is blank, but a verify that did not pass must say what it found"
+    return None
+
+# %% ../nbs/00_record.ipynb #05822325
+_PAIRED = {Attempt: ("session", "ended_by", "reason"), Verify: ("passed", "detail")}  # what rules of two fields read
+
+def first_line_problem(lines: list, columns: Optional[dict] = None) -> Optional[tuple[int, tuple[str, str]]]:
+    ("`(position, (field, why))` of the first of `lines` (payloads of one type) that breaks a rule `line_problem` "
+     "checks, or None; `columns` (attribute -> a value per line) saves reading fields again.")
+    if not lines: return None
+    kind, columns = type(lines[0]), columns or {}
+    column = lambda name: columns[name] if name in columns else tuple(map(operator.attrgetter(name), lines))
+    suspects = set()  # every line that may break a rule; `line_problem` decides
+    for attribute, _ in _REQUIRED_TEXTS[kind]:
+        texts = column(attribute)
+        if not all(texts) or any(map(str.isspace, texts)):  # only then may one be blank
+            suspects.update(i for i, text in enumerate(texts) if not text or text.isspace())
+    if kind in _PAIRED:  # a rule of two fields reads only them: asked once per distinct combination
+        pairs = list(zip(*map(column, _PAIRED[kind])))
+        first = dict(zip(reversed(pairs), range(len(pairs) - 1, -1, -1)))  # combination -> the first line holding it
+        broken = {pair for pair, i in first.items() if line_problem(lines[i])}
+        if broken: suspects.update(i for i, pair in enumerate(pairs) if pair in broken)
+    for i in sorted(suspects):
+        if problem := line_problem(lines[i]): return i, problem
     return None
 
 # %% ../nbs/00_record.ipynb #eeec7ce1

@@ -32,7 +32,7 @@ import xxhash
 
 from .record import (
     AttemptRecord, BLOCK_KINDS, COST_COMPONENTS, CallRecord, ENDINGS, GO_ZERO_TIME, OUTCOMES, Price, RunRecord,
-    SessionRecord, TOKEN_CATEGORIES, TOKEN_PRICES, TURN_STATUSES, TurnRecord, VerifyRecord)
+    SessionRecord, TOKEN_CATEGORIES, TOKEN_PRICES, TURN_STATUSES, TurnRecord, VerifyRecord, first_line_problem)
 from .reader import Errors, ShardError, paused_gc, read_blocks, shard_paths
 
 # %% ../nbs/04_tables.ipynb #ca05b548
@@ -308,10 +308,18 @@ def _chunks(records: list):
         records[start:start + CHUNK_LINES] = repeat(None, len(chunk))
         yield start, chunk
 
-def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray, plans: dict, runs: list):
+class _RuleBroken(Exception):
+    "A line read without its rules checked (`read_blocks(rules=False)`) breaks one."
+
+def _check(lines: list, columns: Optional[dict] = None):
+    "Raise `_RuleBroken` when one of `lines` (payloads of one type, their `columns` as `_fields` has them) breaks a rule."
+    if first_line_problem(lines, columns): raise _RuleBroken
+
+def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray, plans: dict, runs: list, rules: bool):
     ("Append the `_array`s of the lines `chunk` (of the shards `chunk_owners`) to `arrays`, their shards to `owners`, "
-     "and its run lines to `runs`.")
+     "and its run lines to `runs`; unless the reader checked the lines' `rules`, check them here.")
     lines = _payloads(chunk, chunk_owners)
+    if not rules: _check(lines["run"][0])
     runs += lines["run"][0]
     owners["runs"].append(lines["run"][1])
     turns_before = sum(map(len, owners["turns"]))
@@ -319,6 +327,7 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
     for table, line_type in _LINE_TYPES.items():
         items, shards = lines[line_type]
         fields[table] = _add_columns(arrays[table], items, plans[table])
+        if not rules: _check(items, fields[table])
         owners[table].append(shards)
     if sessions := fields["sessions"]:
         arrays["sessions"]["token_scopes"].append(_array([",".join(s) for s in sessions["token_scopes"]], "cat"))
@@ -353,15 +362,20 @@ def _joined(arrays: list) -> np.ndarray:
     "The numpy `arrays` end to end (an empty array of positions when there are none)."
     return np.concatenate(arrays).astype(np.intp, copy=False) if arrays else np.empty(0, np.intp)
 
-def _add_records(arrays: dict, owners: dict, records: list, record_owners: list, plans: dict, runs: list):
+def _add_records(arrays: dict, owners: dict, records: list, record_owners: list, plans: dict, runs: list, rules: bool):
     "Turn `records` (of the shards `record_owners`, an array per block) into columns, `CHUNK_LINES` lines at a time."
     record_owners = _joined(record_owners)
     for start, chunk in _chunks(records):
-        _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs)
+        _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs, rules)
 
 def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -> Part:
     ("The tables of the shard files `paths`, each shard read (strictly, or salvaging with `errors='collect'`), joined "
      "and priced within itself.")
+    try: return _batch_tables(paths, content, errors, rules=False)  # the rules checked a chunk at a time
+    except (_RuleBroken, ShardError): return _batch_tables(paths, content, errors, rules=True)  # each line checked
+
+def _batch_tables(paths: list, content: bool, errors: Errors, rules: bool) -> Part:
+    "`batch_tables`, the reader checking each line's `rules` (or not, `_add_chunk` checking them)."
     paths = [os.fspath(p) for p in paths]
     plans, runs, problems, single = _plans(content), [], [], len(paths) == 1
     arrays = {table: {name: [] for name, _, _ in plan} for table, plan in plans.items()}
@@ -370,14 +384,14 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
     with paused_gc():
         records, record_owners = [], []
         for number, path in enumerate(paths):
-            for block in read_blocks(path, errors, problems):
+            for block in read_blocks(path, errors, problems, rules):
                 record_owners.append(np.full(len(block), number, np.intp))
                 records += block
                 block.clear()  # `records` alone holds the objects, so that each chunk's go when it does
                 if len(records) >= CHUNK_LINES:  # a block's lines, or a few small shards': into columns
-                    _add_records(arrays, owners, records, record_owners, plans, runs)
+                    _add_records(arrays, owners, records, record_owners, plans, runs, rules)
                     records, record_owners = [], []
-        _add_records(arrays, owners, records, record_owners, plans, runs)
+        _add_records(arrays, owners, records, record_owners, plans, runs, rules)
         owners = {table: _joined(shards) for table, shards in owners.items()}
         columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan}
                    for table, plan in plans.items()}

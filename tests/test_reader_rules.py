@@ -671,3 +671,27 @@ def test_a_shard_starting_with_a_byte_order_mark_is_refused_naming_it(tmp_path):
     assert "UTF-8 byte-order mark" in refused.value.why and "without a BOM" in refused.value.why, str(refused.value)
     shard = read_shard(path, errors="collect", collected=(collected := []))
     assert shard.records == [] and "byte-order mark" in str(collected[0])
+
+
+# ---- the rules over many lines at once (what the tables use) ------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from modelrecord.record import Attempt, Turn, Verify, first_line_problem, line_problem  # noqa: E402
+
+_TEXTS = st.sampled_from(["a", "x y", "", " ", "\t\n", "\u3000", "\u00a0", "\x1f", "\x1c ", " a "])
+_ATTEMPTS = st.builds(Attempt, id=_TEXTS, case=_TEXTS, model=st.sampled_from(["m", " "]), repeat=st.just(1),
+                      session=_TEXTS, ended_by=st.sampled_from(ENDINGS), reason=_TEXTS)
+_VERIFIES = st.builds(Verify, attempt=st.sampled_from(["a", "a", "\u3000"]), name=_TEXTS, passed=st.booleans(),
+                      detail=_TEXTS)
+_TURNS = st.builds(Turn, attempt=_TEXTS, index=st.just(1), try_=st.just(1), status=st.sampled_from(TURN_STATUSES))
+
+
+@settings(max_examples=int(os.environ.get("MODELRECORD_FUZZ_EXAMPLES", 400)), deadline=None)
+@given(st.one_of(st.lists(_ATTEMPTS, max_size=12), st.lists(_VERIFIES, max_size=12), st.lists(_TURNS, max_size=12)))
+def test_first_line_problem_is_line_problem_asked_of_every_line_in_order(lines):
+    expected = next(((i, problem) for i, line in enumerate(lines) if (problem := line_problem(line))), None)
+    assert first_line_problem(lines) == expected
+    if lines:  # given the columns, as the tables give them
+        columns = {name: tuple(getattr(line, name) for line in lines) for name in type(lines[0]).__struct_fields__}
+        assert first_line_problem(lines, columns) == expected

@@ -389,3 +389,69 @@ def test_parallel_strict_load_raises_the_first_refusal(tmp_path):
     pd.testing.assert_frame_equal(salvaged[0].problems, salvaged[1].problems)
     assert list(salvaged[1].problems.shard) == ["modeleval-2.jsonl", "modeleval-5.jsonl", "modeleval-7.jsonl"]
     assert list(salvaged[1].runs.run_id) == [f"r{n}" for n in (0, 1, 3, 4, 6)]
+
+
+# ---- the rules the types do not say, checked a chunk at a time -----------------------------------
+
+from modelrecord.reader import read_shards  # noqa: E402
+from modelrecord.record import ENDED_COMPLETED, ENDED_SKIPPED, TURN_OK, Call, Verify  # noqa: E402
+from modelrecord.tables import CHUNK_LINES  # noqa: E402
+
+_BREAKING = {  # one line per rule `line_problem` checks, each breaking it
+    "run id": Run(run_id=" ", repeat=1), "session label": Session(label="\u3000"),
+    "attempt id": Attempt(id="\t", case="c", model="m", session="s", repeat=1, ended_by=ENDED_COMPLETED),
+    "attempt model": Attempt(id="a", case="c", model=" ", session="s", repeat=1, ended_by=ENDED_COMPLETED),
+    "no session": Attempt(id="a", case="c", model="m", repeat=1, ended_by=ENDED_COMPLETED),
+    "skipped without a reason": Attempt(id="a", case="c", model="m", repeat=1, ended_by=ENDED_SKIPPED, reason=" "),
+    "completed with a reason": Attempt(id="a", case="c", model="m", session="s", repeat=1, ended_by=ENDED_COMPLETED,
+                                       reason="done"),
+    "turn attempt": Turn(attempt="\u00a0", index=1, try_=1, status=TURN_OK),
+    "call tool": Call(attempt="a", turn=1, index=1, tool=" ", outcome="ok"),
+    "verify name": Verify(attempt="a", name=" ", passed=True),
+    "failed verify without a detail": Verify(attempt="a", name="n", passed=False, detail="\n")}
+
+
+def _good_lines(count: int) -> list:
+    "`count` lines that read: a run, a session, then attempts each with a turn."
+    lines = [Run(run_id="r", repeat=1), Session(label="s")]
+    for n in range(count // 2):
+        lines += [Attempt(id=f"a{n}", case="c", model="m", session="s", repeat=1, ended_by=ENDED_COMPLETED),
+                  Turn(attempt=f"a{n}", index=1, try_=1, status=TURN_OK)]
+    return lines[:count]
+
+
+def _refusal(call):
+    "What `call` raises, as (path, line, field, why)."
+    with pytest.raises(ShardError) as caught: call()
+    return caught.value.path, caught.value.line, caught.value.field, caught.value.why
+
+
+@pytest.mark.parametrize("rule", list(_BREAKING))
+@pytest.mark.parametrize("at", [3, CHUNK_LINES + 100])
+def test_load_refuses_a_line_breaking_a_rule_as_the_reader_does(tmp_path, rule, at):
+    lines = _good_lines(2 * CHUNK_LINES)
+    lines.insert(at - 1, _BREAKING[rule])
+    _write(tmp_path / "modeleval-a.jsonl", *lines)
+    expected = _refusal(lambda: read_shards(tmp_path))
+    assert expected[1] == at
+    assert _refusal(lambda: load(tmp_path, cache=False)) == expected
+    _, problems = read_shards(tmp_path, errors="collect")
+    salvaged = load(tmp_path, cache=False, errors="collect")
+    assert [tuple(p) for p in salvaged.problems[["line", "field", "why"]].itertuples(index=False)] == [
+        (p.line, p.field, p.why) for p in problems]
+    assert len(salvaged.attempts) + len(salvaged.turns) + len(salvaged.runs) + len(salvaged.sessions) == len(lines) - 1
+
+
+def test_load_raises_the_first_refusal_whether_a_rule_or_the_json(tmp_path):
+    "A line torn after one breaking a rule, and the other way round: the first is raised, as the reader raises it."
+    for name, first, second in (("rule-first", _BREAKING["verify name"], None), ("json-first", None, _BREAKING["verify name"])):
+        path = tmp_path / name / "modeleval-a.jsonl"
+        lines = [encode(line) for line in _good_lines(3 * CHUNK_LINES)]
+        lines[9] = encode(first) if first else b'{"schema":1,"type":"turn","turn":{"attempt":"a0"'
+        lines[-9] = encode(second) if second else b'{"schema":1,"type":"turn","turn":{"attempt":"a0"'
+        path.parent.mkdir()
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        expected = _refusal(lambda: read_shards(path.parent))
+        assert expected[1] == 10
+        assert _refusal(lambda: load(path.parent, cache=False)) == expected
+        assert _refusal(lambda: load(path.parent, cache=False, workers=2)) == expected
