@@ -683,7 +683,7 @@ class Tables:
 
 # %% ../nbs/04_tables.ipynb #5caf7cf4
 PARALLEL_BYTES = 64 << 20  # a tree at least this large is read by a process pool when `workers` is None
-BATCH_BYTES = 16 << 20  # shards are read together in batches of about this many bytes (a larger shard alone)
+BATCH_BYTES = 64 << 20  # shards are read together in batches of about this many bytes (a larger shard alone)
 
 def _cores() -> int:
     "The CPUs this process may run on."
