@@ -172,12 +172,16 @@ def _relabelled(codes: np.ndarray, values: pa.Array) -> tuple:
     renumbered[held] = np.arange(len(held))
     return renumbered[codes], values.take(pa.array(held, pa.int64()))
 
+def _dictionary_array(codes: np.ndarray, values: pa.Array, index_type=pa.int32()) -> pa.DictionaryArray:
+    ("The category `codes` (-1 missing) among `values` as a dictionary array; a missing row's index is 0, not -1, "
+     "because Arrow reads the index of a null row too when it unifies dictionaries.")
+    return pa.DictionaryArray.from_arrays(pa.array(np.maximum(codes, 0), index_type, mask=codes < 0), values)
+
 def _first_met_array(array: pa.DictionaryArray) -> pa.DictionaryArray:
     "The dictionary `array` with the categories its rows hold, in the order first met (itself when they are)."
     codes, values = _relabelled(_filled(array.indices), array.dictionary)
     if values is array.dictionary: return array
-    return pa.DictionaryArray.from_arrays(pa.array(codes, array.type.index_type, mask=codes < 0), values)
-
+    return _dictionary_array(codes, values, array.type.index_type)
 
 # %% ../nbs/04_tables.ipynb #a85fff4d
 RUN_COLUMNS = ("run_id", "commit", "edition", "tier")  # the run columns every table carries
@@ -200,7 +204,7 @@ def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
         codes = np.full(len(codes), -1, codes.dtype)
         codes[present] = held
     at = codes[owners]
-    column = pa.DictionaryArray.from_arrays(pa.array(at, mask=at < 0), dictionary)
+    column = _dictionary_array(at, dictionary)
     return column if in_shard_order else _first_met_array(column)  # out of shard order: renumbered row by row
 
 def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:

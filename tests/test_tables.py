@@ -314,6 +314,31 @@ def test_every_categorical_of_a_batch_is_in_first_met_order(tree):
         for name in TABLES: pd.testing.assert_frame_equal(trusted[name], checked[name], check_exact=True)
 
 
+
+def test_no_missing_row_of_a_categorical_has_index_minus_one(tree):
+    """Arrow reads the index of a null row too when it unifies dictionaries (`combine` does), so a missing row's
+    index must be a valid one: -1 there was read out of bounds, and a load built that way crashed (SIGSEGV)."""
+    import numpy as np
+    import pyarrow as pa
+    from modelrecord.reader import shard_paths
+    from modelrecord.tables import batch_tables
+    paths = shard_paths(tree)
+    nulls = 0
+    for batch in ([paths], [[p] for p in paths]):
+        for part in map(batch_tables, batch):
+            for name, table in part.items():
+                for column, kind in zip(table.column_names, table.schema.types):
+                    if not pa.types.is_dictionary(kind): continue
+                    for chunk in table.column(column).chunks:
+                        indices = chunk.indices
+                        stored = np.frombuffer(indices.buffers()[1], indices.type.to_pandas_dtype())
+                        stored = stored[indices.offset:indices.offset + len(indices)]
+                        missing = ~indices.is_valid().to_numpy(zero_copy_only=False)
+                        nulls += int(missing.sum())
+                        assert (stored[missing] >= 0).all(), (name, column)
+                        assert (stored[missing] < max(1, len(chunk.dictionary))).all(), (name, column)
+    assert nulls  # the tree has rows without a run line, a session or an attempt
+
 def test_content_columns(tree, raw):
     full = load(tree, content=True)
     texts = [b.get("text") or None for _, t in _payloads(raw, "turn") for b in t.get("blocks", [])]
