@@ -454,10 +454,10 @@ def first_line_problem(lines: list, columns: Optional[dict] = None) -> Optional[
         if not all(texts) or any(map(str.isspace, texts)):  # only then may one be blank
             suspects.update(i for i, text in enumerate(texts) if not text or text.isspace())
     if kind in _PAIRED:  # a rule of two fields reads only them: asked once per distinct combination
-        pairs = list(zip(*map(column, _PAIRED[kind])))
-        first = dict(zip(reversed(pairs), range(len(pairs) - 1, -1, -1)))  # combination -> the first line holding it
-        broken = {pair for pair, i in first.items() if line_problem(lines[i])}
-        if broken: suspects.update(i for i, pair in enumerate(pairs) if pair in broken)
+        combinations = list(zip(*map(column, _PAIRED[kind])))
+        first = dict(zip(reversed(combinations), range(len(combinations) - 1, -1, -1)))  # -> the first line holding it
+        broken = {combination for combination, i in first.items() if line_problem(lines[i])}
+        if broken: suspects.update(i for i, combination in enumerate(combinations) if combination in broken)
     for i in sorted(suspects):
         if problem := line_problem(lines[i]): return i, problem
     return None

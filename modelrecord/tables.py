@@ -315,7 +315,7 @@ def _chunks(records: list):
 class _RuleBroken(Exception):
     "A line read without its rules checked (`read_blocks(rules=False)`) breaks one."
 
-def _check(lines: list, columns: Optional[dict] = None):
+def _check_rules(lines: list, columns: Optional[dict] = None):
     "Raise `_RuleBroken` when one of `lines` (payloads of one type, their `columns` as `_fields` has them) breaks a rule."
     if first_line_problem(lines, columns): raise _RuleBroken
 
@@ -323,7 +323,7 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
     ("Append the `_array`s of the lines `chunk` (of the shards `chunk_owners`) to `arrays`, their shards to `owners`, "
      "and its run lines to `runs`; unless the reader checked the lines' `rules`, check them here.")
     lines = _payloads(chunk, chunk_owners)
-    if not rules: _check(lines["run"][0])
+    if not rules: _check_rules(lines["run"][0])
     runs += lines["run"][0]
     owners["runs"].append(lines["run"][1])
     turns_before = sum(map(len, owners["turns"]))
@@ -331,7 +331,7 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
     for table, line_type in _LINE_TYPES.items():
         items, shards = lines[line_type]
         fields[table] = _add_columns(arrays[table], items, plans[table])
-        if not rules: _check(items, fields[table])
+        if not rules: _check_rules(items, fields[table])
         owners[table].append(shards)
     if sessions := fields["sessions"]:
         arrays["sessions"]["token_scopes"].append(_array([",".join(s) for s in sessions["token_scopes"]], "cat"))
