@@ -245,7 +245,8 @@ def _under_cap(data: bytes, start: int, end: int) -> bool:
 
 def _read_lines(path: str, data: bytes, start: int, end: int, first: int, records: list, refuse,
                 rules: bool) -> int:
-    "Decode the complete lines `data[start:end]` (numbered from `first`) into `records`; how many lines they were."
+    ("Decode the complete lines `data[start:end]` (numbered from `first`) into `records`, checked against "
+     "`line_problem` when `rules`; how many lines they were.")
     lines = _one_object_per_line(data, start, end)
     if lines and _under_cap(data, start, end):
         try: decoded = _decode_lines(memoryview(data)[start:end])

@@ -12,12 +12,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from modelrecord import reader
 from modelrecord.reader import ShardError, read, read_shard, read_shards, shard_paths
 from modelrecord.record import (
     BLOCK_KINDS, ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_SKIPPED, ENDINGS, GO_ZERO_TIME, OUTCOMES,
-    SCHEMA_VERSION, TURN_STATUSES, GoTime, encode, refused_outcome)
+    SCHEMA_VERSION, TURN_STATUSES, Attempt, GoTime, Turn, Verify, encode, first_line_problem, line_problem,
+    refused_outcome)
 
 DROP = object()  # a change that removes the field
 
@@ -675,9 +677,6 @@ def test_a_shard_starting_with_a_byte_order_mark_is_refused_naming_it(tmp_path):
 
 # ---- the rules over many lines at once (what the tables use) ------------------------------------
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from modelrecord.record import Attempt, Turn, Verify, first_line_problem, line_problem  # noqa: E402
 
 _TEXTS = st.sampled_from(["a", "x y", "", " ", "\t\n", "\u3000", "\u00a0", "\x1f", "\x1c ", " a "])
 _ATTEMPTS = st.builds(Attempt, id=_TEXTS, case=_TEXTS, model=st.sampled_from(["m", " "]), repeat=st.just(1),

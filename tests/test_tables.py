@@ -12,14 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
-from modelrecord.reader import ShardError
-from modelrecord.record import (ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_PRICES, Attempt, Block, Price,
-                                Run, Session, Turn, Usage, encode)
+from modelrecord.reader import ShardError, read_shards
+from modelrecord.record import (ENDED_COMPLETED, ENDED_SKIPPED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_PRICES,
+                                TURN_OK, Attempt, Block, Call, Price, Run, Session, Turn, Usage, Verify, encode)
 from modelrecord.sample import write_tree
 from modelrecord.summary import attempt_totals, costs, endings, latency, retries, summary, tokens
-from modelrecord.tables import TABLES, load
+from modelrecord.tables import CHUNK_LINES, TABLES, load
 
 
 def _write(path: Path, *lines):
@@ -291,10 +292,16 @@ def test_parallel_load_without_cache_hands_over_through_scratch_files_it_removes
         pd.testing.assert_frame_equal(parallel[name], tables[name], check_categorical=False)
 
 
+def _categoricals(part):
+    "`(table, column, chunked array)` for each dictionary column of the tables of a batch."
+    for name, table in part.items():
+        for column, kind in zip(table.column_names, table.schema.types):
+            if pa.types.is_dictionary(kind): yield name, column, table.column(column)
+
+
 def test_every_categorical_of_a_batch_is_in_first_met_order(tree):
     """What `Part.first_met` promises, column by column: each categorical of a batch holds the categories its rows
     hold, in the order first met; and `combine` leaving such parts unchecked gives what checking them gives."""
-    import pyarrow as pa
     from modelrecord.reader import shard_paths
     from modelrecord.tables import Part, _filled, _in_first_met_order, batch_tables, combine
     paths = shard_paths(tree)
@@ -304,39 +311,32 @@ def test_every_categorical_of_a_batch_is_in_first_met_order(tree):
         parts = [batch_tables(batch, content=True) for batch in batches]
         for part in parts:
             assert part.first_met
-            for name, table in part.items():
-                for column, kind in zip(table.column_names, table.schema.types):
-                    if not pa.types.is_dictionary(kind): continue
-                    array = table.column(column).combine_chunks()
-                    assert _in_first_met_order(_filled(array.indices), len(array.dictionary)), (batching, name, column)
+            for name, column, categorical in _categoricals(part):
+                array = categorical.combine_chunks()
+                assert _in_first_met_order(_filled(array.indices), len(array.dictionary)), (batching, name, column)
         trusted = combine(parts, tree)
         checked = combine([Part(dict(p), p.paths, p.counts, p.problems, first_met=False) for p in parts], tree)
         for name in TABLES: pd.testing.assert_frame_equal(trusted[name], checked[name], check_exact=True)
 
 
-
 def test_no_missing_row_of_a_categorical_has_index_minus_one(tree):
     """Arrow reads the index of a null row too when it unifies dictionaries (`combine` does), so a missing row's
     index must be a valid one: -1 there was read out of bounds, and a load built that way crashed (SIGSEGV)."""
-    import numpy as np
-    import pyarrow as pa
     from modelrecord.reader import shard_paths
     from modelrecord.tables import batch_tables
     paths = shard_paths(tree)
     nulls = 0
     for batch in ([paths], [[p] for p in paths]):
         for part in map(batch_tables, batch):
-            for name, table in part.items():
-                for column, kind in zip(table.column_names, table.schema.types):
-                    if not pa.types.is_dictionary(kind): continue
-                    for chunk in table.column(column).chunks:
-                        indices = chunk.indices
-                        stored = np.frombuffer(indices.buffers()[1], indices.type.to_pandas_dtype())
-                        stored = stored[indices.offset:indices.offset + len(indices)]
-                        missing = ~indices.is_valid().to_numpy(zero_copy_only=False)
-                        nulls += int(missing.sum())
-                        assert (stored[missing] >= 0).all(), (name, column)
-                        assert (stored[missing] < max(1, len(chunk.dictionary))).all(), (name, column)
+            for name, column, categorical in _categoricals(part):
+                for chunk in categorical.chunks:
+                    indices = chunk.indices
+                    stored = np.frombuffer(indices.buffers()[1], indices.type.to_pandas_dtype())
+                    stored = stored[indices.offset:indices.offset + len(indices)]
+                    missing = ~indices.is_valid().to_numpy(zero_copy_only=False)
+                    nulls += int(missing.sum())
+                    assert (stored[missing] >= 0).all(), (name, column)
+                    assert (stored[missing] < max(1, len(chunk.dictionary))).all(), (name, column)
     assert nulls  # the tree has rows without a run line, a session or an attempt
 
 def test_content_columns(tree, raw):
@@ -418,9 +418,6 @@ def test_parallel_strict_load_raises_the_first_refusal(tmp_path):
 
 # ---- the rules the types do not say, checked a chunk at a time -----------------------------------
 
-from modelrecord.reader import read_shards  # noqa: E402
-from modelrecord.record import ENDED_COMPLETED, ENDED_SKIPPED, TURN_OK, Call, Verify  # noqa: E402
-from modelrecord.tables import CHUNK_LINES  # noqa: E402
 
 _BREAKING = {  # one line per rule `line_problem` checks, each breaking it
     "run id": Run(run_id=" ", repeat=1), "session label": Session(label="\u3000"),
