@@ -225,7 +225,7 @@ def _refuse_lines(path: str, lines: list, first: int, records: list, refuse, rul
         records.append(record)
 
 # %% ../nbs/01_reader.ipynb #4d6e8b10
-def _one_object_per_line(data: bytes, start: int, end: int) -> int:
+def _one_object_per_line(data, start: int, end: int) -> int:
     "How many lines `data[start:end]` holds when each starts with `{` and ends with `}`, nothing around them; else 0."
     if start == end or data[start] != 123 or data[end - 1] != 125: return 0  # 123: `{`, 125: `}`
     find, lines = data.find, 1
@@ -236,14 +236,14 @@ def _one_object_per_line(data: bytes, start: int, end: int) -> int:
         at = find(b"\n", at + 1, end)
     return lines
 
-def _under_cap(data: bytes, start: int, end: int) -> bool:
+def _under_cap(data, start: int, end: int) -> bool:
     "Whether every line of `data[start:end]` is shorter than `MAX_LINE_BYTES`, hopping a cap at a time."
     while end - start >= MAX_LINE_BYTES:
         start = data.rfind(b"\n", start, start + MAX_LINE_BYTES) + 1  # the first line after the last newline in reach
         if not start: return False  # no newline within a cap's length: that line is too long
     return True
 
-def _read_lines(path: str, data: bytes, start: int, end: int, first: int, records: list, refuse,
+def _read_lines(path: str, data, start: int, end: int, first: int, records: list, refuse,
                 rules: bool) -> int:
     ("Decode the complete lines `data[start:end]` (numbered from `first`) into `records`, checked against "
      "`line_problem` when `rules`; how many lines they were.")
@@ -254,7 +254,7 @@ def _read_lines(path: str, data: bytes, start: int, end: int, first: int, record
         if len(decoded) == lines and not (rules and any(map(_problem, decoded))):
             records += decoded
             return lines
-    pieces = data[start:end].split(b"\n")
+    pieces = bytes(data[start:end]).split(b"\n")  # bytes, whether `data` is or is a reused buffer
     _refuse_lines(path, pieces, first, records, refuse, rules)
     return len(pieces)
 
@@ -270,33 +270,56 @@ def _unreadable(path: str, failure: OSError) -> str:
         return f"is a symbolic link to {os.readlink(path)!r}, which does not exist: fix or remove it"
     return f"cannot be read: {failure.strerror or failure}"
 
-def _open_shard(path: str):
-    "The regular file at `path` opened for reading without blocking in `open`; else a `ShardError` saying what it is."
+def _open_shard(path: str) -> tuple:
+    ("`(file, size)`: the regular file at `path` opened for reading without blocking in `open`, and its size then; "
+     "else a `ShardError` saying what it is.")
     try: fd = os.open(path, _OPEN_FLAGS)
     except OSError as failure: raise ShardError(path, None, None, _unreadable(path, failure)) from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
         os.close(fd)
-        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
+        kind = _FILE_KINDS.get(stat.S_IFMT(status.st_mode), "not a file")
         raise ShardError(path, None, None, f"is {kind}, not a regular file: a shard is a file a run appended lines to")
-    return open(fd, "rb")
+    return open(fd, "rb"), status.st_size
 
-def _read_blocks(path: str, file, refuse, rules: bool):
-    "The records of the lines of the shard `file` (at `path`), a list per block, each refusal passed to `refuse`."
+def _unviewed(buffer: bytearray) -> bool:
+    "Whether nothing holds a view of `buffer` (a raw field of a record read from it), so that it may be read into again."
+    try: del buffer[-1:]  # refused while a view is held, before a byte is touched
+    except BufferError: return False
+    buffer.append(0)
+    return True
+
+def _blocks(file, size: int):
+    ("`(data, length)` for each block of `file` (`size` bytes when opened), the block being `data[:length]`: bytes of "
+     "their own for a file of one block; else one buffer, read into whenever nothing views it (bytes of their own when "
+     "something does).")
+    if size <= BLOCK_BYTES:
+        while block := file.read(BLOCK_BYTES): yield block, len(block)
+        return
+    buffer = bytearray(BLOCK_BYTES)
+    while True:
+        if _unviewed(buffer): block, length = buffer, file.readinto(buffer)
+        else: block = file.read(BLOCK_BYTES); length = len(block)  # records of an earlier block still view it
+        if not length: return
+        yield block, length
+
+def _read_blocks(path: str, file, size: int, refuse, rules: bool):
+    ("The records of the lines of the shard `file` (at `path`, `size` bytes when opened), a list per block, each "
+     "refusal passed to `refuse`.")
     with file:
         pending, number, skipping = b"", 1, False
-        while block := file.read(BLOCK_BYTES):
+        for block, length in _blocks(file, size):
             records = []
-            start, end = 0, block.rfind(b"\n")  # the block's complete lines end at its last newline (-1: none)
+            start, end = 0, block.rfind(b"\n", 0, length)  # the block's complete lines end at its last newline (-1: none)
             if skipping:
                 if end < 0: continue
-                start, number, skipping = block.find(b"\n") + 1, number + 1, False
+                start, number, skipping = block.find(b"\n", 0, length) + 1, number + 1, False
             elif pending and end >= 0:  # the line the last block began ends at this one's first newline
-                start = block.find(b"\n") + 1
+                start = block.find(b"\n", 0, length) + 1
                 line, pending = pending + block[:start - 1], b""
                 number += _read_lines(path, line, 0, len(line), number, records, refuse, rules)
             if start <= end: number += _read_lines(path, block, start, end, number, records, refuse, rules)
-            pending += block[end + 1:]
+            pending += block[end + 1:length]
             if len(pending) >= MAX_LINE_BYTES:
                 refuse(ShardError(path, number, None,
                                   _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
@@ -355,9 +378,9 @@ def read_blocks(path, errors: Errors = "raise", collected: Optional[list] = None
      "rules: for a caller that checks them itself, many lines at a time (`first_line_problem`).")
     path = os.fspath(path)
     refuse = _refuser(errors, [] if collected is None else collected)
-    try: file = _open_shard(path)
+    try: file, size = _open_shard(path)
     except ShardError as refusal: return refuse(refusal)
-    try: yield from _read_blocks(path, file, refuse, rules)
+    try: yield from _read_blocks(path, file, size, refuse, rules)
     except OSError as failure: refuse(ShardError(path, None, None, f"cannot be read: {failure.strerror or failure}"))
 
 def read_shard(path, errors: Errors = "raise", collected: Optional[list] = None, root=None) -> Optional[Shard]:

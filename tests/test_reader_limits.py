@@ -134,3 +134,22 @@ def test_huge_line_refused_in_bounded_memory(huge_shard, errors):
     if errors == "collect": assert result["types"] == ["run", "verify"]
     # A reader that held the line would grow by 200 MB or more; blocks of 8 MiB keep it to a few tens.
     assert result["peak_growth_mb"] < 64 and result["peak_allocated_mb"] < 64, result
+
+
+@pytest.mark.parametrize("block", [4096, 1 << 14])
+def test_records_kept_from_many_blocks_keep_their_raw_fields(tmp_path, monkeypatch, block):
+    """A shard of many blocks is read into a buffer that is only read into again when nothing views it: the raw
+    fields of every record kept (views of the block they were read from) are those of the file."""
+    from modelrecord.sample import write_tree
+    tree = write_tree(tmp_path / "tree", seed=3, attempts=60, shards_per_target=1)
+    expected = {shard.path: shard.records for shard in read_shards(tree)}
+    monkeypatch.setattr(reader, "BLOCK_BYTES", block)
+    shards = read_shards(tree)
+    assert all(Path(shard.path).stat().st_size > 4 * block for shard in shards)  # many blocks each
+    for shard in shards:
+        assert shard.records == expected[shard.path]
+        results = [json.loads(line)["call"].get("result") for line in Path(shard.path).read_bytes().splitlines()
+                   if b'"type":"call"' in line]
+        kept = [json.loads(bytes(r.payload.result)) if r.payload.result else None
+                for r in shard.records if r.type == "call"]
+        assert kept == results and any(kept)

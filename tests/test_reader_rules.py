@@ -306,20 +306,22 @@ def test_unreadable_file_is_a_shard_error(tmp_path, monkeypatch):
     assert ([s.path for s in shards], [e.path for e in errors]) == ([str(other)], [str(path)])
 
 
-def test_read_failing_midway_is_a_shard_error(tmp_path, monkeypatch):
+@pytest.mark.parametrize("block, reads", [(16, 3), (1 << 12, 1)])  # a shard of many blocks (read into a buffer), of one
+def test_read_failing_midway_is_a_shard_error(tmp_path, monkeypatch, block, reads):
     "An I/O error after some lines were read (a failing disk) refuses the shard, naming it."
     path = shard(tmp_path, line("run"), line("verify"))
-    monkeypatch.setattr(reader, "BLOCK_BYTES", 16)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", block)
     real_open = builtins.open
 
     class Failing:
         def __init__(self, file): self.file, self.reads = file, 0
         def __enter__(self): return self
         def __exit__(self, *exc): self.file.close()
-        def read(self, size=-1):
+        def _fail_late(self):
             self.reads += 1
-            if self.reads > 3: raise OSError(5, "Input/output error")
-            return self.file.read(size)
+            if self.reads > reads: raise OSError(5, "Input/output error")
+        def read(self, size=-1): self._fail_late(); return self.file.read(size)
+        def readinto(self, buffer): self._fail_late(); return self.file.readinto(buffer)
 
     monkeypatch.setattr(builtins, "open", lambda file, *a, **k: Failing(real_open(file, *a, **k)))
     with pytest.raises(ShardError) as caught: read_shard(path)

@@ -15,6 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+import modelrecord.tables as tables_module
+from modelrecord import reader
 from modelrecord.reader import ShardError, read_shards
 from modelrecord.record import (ENDED_COMPLETED, ENDED_SKIPPED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_PRICES,
                                 TURN_OK, Attempt, Block, Call, Price, Run, Session, Turn, Usage, Verify, encode)
@@ -349,6 +351,22 @@ def test_content_columns(tree, raw):
            for r in full.calls.result.tolist()]
     assert got == results
     assert "stimulus" in full.attempts and "stimulus" not in load(tree).attempts
+
+
+@pytest.mark.parametrize("chunk_lines", [1, CHUNK_LINES])
+def test_content_read_through_a_reused_buffer_is_intact(tree, monkeypatch, chunk_lines):
+    """Shards of many blocks are read into a buffer used again once nothing views it: the raw fields the tables copy
+    out of it are the same as with blocks of their own. With chunks of one line each block is let go before the next
+    is read (the buffer is always used again); with the usual chunks a block's records often wait for more lines (a new
+    buffer then)."""
+    expected = load(tree, content=True, cache=False)
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 1 << 12)
+    monkeypatch.setattr(tables_module, "CHUNK_LINES", chunk_lines)
+    asked, unviewed = [], reader._unviewed
+    monkeypatch.setattr(reader, "_unviewed", lambda buffer: asked.append(unviewed(buffer)) or asked[-1])
+    got = load(tree, content=True, cache=False, workers=1)
+    for name in TABLES: pd.testing.assert_frame_equal(got[name], expected[name])
+    assert True in asked and (False in asked) == (chunk_lines != 1)
 
 
 def test_strict_errors_surface(tmp_path):
