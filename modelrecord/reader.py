@@ -254,7 +254,7 @@ def _read_lines(path: str, data, start: int, end: int, first: int, records: list
         if len(decoded) == lines and not (rules and any(map(_problem, decoded))):
             records += decoded
             return lines
-    pieces = bytes(data[start:end]).split(b"\n")  # bytes, whether `data` is or is a reused buffer
+    pieces = bytes(data[start:end]).split(b"\n")  # as bytes: `data` may be a buffer read into again
     _refuse_lines(path, pieces, first, records, refuse, rules)
     return len(pieces)
 
