@@ -15,14 +15,14 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import modelrecord.tables as tables_module
 from modelrecord import reader
-from modelrecord.reader import ShardError, read_shards
+from modelrecord.reader import ShardError, read_shards, shard_paths
 from modelrecord.record import (ENDED_COMPLETED, ENDED_SKIPPED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES, TOKEN_PRICES,
                                 TURN_OK, Attempt, Block, Call, Price, Run, Session, Turn, Usage, Verify, encode)
 from modelrecord.sample import write_tree
 from modelrecord.summary import attempt_totals, costs, endings, latency, retries, summary, tokens
-from modelrecord.tables import CHUNK_LINES, TABLES, load
+from modelrecord.tables import (CHUNK_LINES, TABLES, Part, _filled, _in_first_met_order, batch_tables, combine,
+                               load)
 
 
 def _write(path: Path, *lines):
@@ -304,8 +304,6 @@ def _categoricals(part):
 def test_every_categorical_of_a_batch_is_in_first_met_order(tree):
     """What `Part.first_met` promises, column by column: each categorical of a batch holds the categories its rows
     hold, in the order first met; and `combine` leaving such parts unchecked gives what checking them gives."""
-    from modelrecord.reader import shard_paths
-    from modelrecord.tables import Part, _filled, _in_first_met_order, batch_tables, combine
     paths = shard_paths(tree)
     batchings = {"one batch": [paths], "alone": [[p] for p in paths],
                  "threes, backwards": [paths[i:i + 3] for i in range(0, len(paths), 3)][::-1]}
@@ -324,8 +322,6 @@ def test_every_categorical_of_a_batch_is_in_first_met_order(tree):
 def test_no_missing_row_of_a_categorical_has_index_minus_one(tree):
     """Arrow reads the index of a null row too when it unifies dictionaries (`combine` does), so a missing row's
     index must be a valid one: -1 there was read out of bounds, and a load built that way crashed (SIGSEGV)."""
-    from modelrecord.reader import shard_paths
-    from modelrecord.tables import batch_tables
     paths = shard_paths(tree)
     nulls = 0
     for batch in ([paths], [[p] for p in paths]):
@@ -340,6 +336,7 @@ def test_no_missing_row_of_a_categorical_has_index_minus_one(tree):
                     assert (stored[missing] >= 0).all(), (name, column)
                     assert (stored[missing] < max(1, len(chunk.dictionary))).all(), (name, column)
     assert nulls  # the tree has rows without a run line, a session or an attempt
+
 
 def test_content_columns(tree, raw):
     full = load(tree, content=True)
@@ -361,7 +358,7 @@ def test_content_read_through_a_reused_buffer_is_intact(tree, monkeypatch, chunk
     buffer then)."""
     expected = load(tree, content=True, cache=False)
     monkeypatch.setattr(reader, "BLOCK_BYTES", 1 << 12)
-    monkeypatch.setattr(tables_module, "CHUNK_LINES", chunk_lines)
+    monkeypatch.setattr("modelrecord.tables.CHUNK_LINES", chunk_lines)
     asked, unviewed = [], reader._unviewed
     monkeypatch.setattr(reader, "_unviewed", lambda buffer: asked.append(unviewed(buffer)) or asked[-1])
     got = load(tree, content=True, cache=False, workers=1)
