@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
-           'PARALLEL_BYTES', 'BATCH_BYTES', 'CACHE_LIMIT_BYTES', 'Part', 'batch_tables', 'shard_tables', 'combine',
-           'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load', 'export']
+           'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'CACHE_LIMIT_BYTES', 'Part', 'batch_tables',
+           'shard_tables', 'combine', 'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load', 'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
@@ -688,6 +688,7 @@ class Tables:
 # %% ../nbs/04_tables.ipynb #5caf7cf4
 PARALLEL_BYTES = 64 << 20  # a tree at least this large is read by a process pool when `workers` is None
 BATCH_BYTES = 64 << 20  # shards are read together in batches of about this many bytes (a larger shard alone)
+BATCHES_PER_WORKER = 4  # a parallel load cuts a tree into at least this many batches per worker
 
 def _cores() -> int:
     "The CPUs this process may run on."
@@ -721,7 +722,7 @@ def _progress(total: int, progress):
 def shard_batches(positions: list, sizes: list, workers: int) -> list:
     ("The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about "
      "`BATCH_BYTES` each.")
-    limit = max(1, min(BATCH_BYTES, sum(sizes) // (8 * workers))) if workers > 1 else BATCH_BYTES
+    limit = max(1, min(BATCH_BYTES, sum(sizes) // (BATCHES_PER_WORKER * workers))) if workers > 1 else BATCH_BYTES
     batches, size = [], 0
     for position, shard_size in zip(positions, sizes):
         if not batches or size + shard_size > limit or batches[-1][-1] != position - 1:
