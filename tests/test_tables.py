@@ -354,8 +354,8 @@ def test_content_columns(tree, raw):
 def test_content_read_through_a_reused_buffer_is_intact(tree, monkeypatch, chunk_lines):
     """Shards of many blocks are read into a buffer used again once nothing views it: the raw fields the tables copy
     out of it are the same as with blocks of their own. With chunks of one line each block is let go before the next
-    is read (the buffer is always used again); with the usual chunks a block's records often wait for more lines (a new
-    buffer then)."""
+    is read (the buffer is always used again); with the usual chunks a block's records often wait for more lines (the
+    next block is then read into bytes of its own)."""
     expected = load(tree, content=True, cache=False)
     monkeypatch.setattr(reader, "BLOCK_BYTES", 1 << 12)
     monkeypatch.setattr("modelrecord.tables.CHUNK_LINES", chunk_lines)
