@@ -13,7 +13,8 @@ Each measurement runs in a fresh subprocess, so its peak memory (ru_maxrss) is i
 - duckdb: `read_json_auto` of the same files into one table, default threads;
 - cache_cold / cache_warm: `load()` with an empty cache directory, then again with it filled;
 - live_first / live_refresh (tiny only): the explorer's `LiveTree.read`, first and with nothing changed.
-Prints wall seconds (best and median of --repeat, interleaved), CPU seconds (best), peak memory, and the ratios the issue asks about.
+Prints wall seconds (best and median of --repeat, interleaved), CPU seconds (best), peak memory, and the ratios the issue
+asks about: of the best times (where each target is read), of the medians, and the range of each round's own ratio.
 The machine is shared: read the ratios, which are measured in the same run.
 """
 import argparse
@@ -145,9 +146,12 @@ def report(shape: str, tree: Path, repeat: int) -> dict:
         print(f"{name:<14}{best[name]:>8.2f}{median[name]:>10.2f}{min(r['cpu'] for r in runs):>8.2f}{peak:>9.0f}{grown:>14.0f}"
               f"{grown / (size / 1e6):>8.2f}{worker:>11.0f}")
     def ratio(a: str, b: str) -> str:
-        "The ratio of two measurements' best times, then of their medians."
-        return f"{best[a] / best[b]:.2f} (median {median[a] / median[b]:.2f})"
-    print("ratios of the best wall times (of the medians), each target read on the best:")
+        ("The ratio of two measurements' best times, of their medians, and the range of the ratios within a round "
+         "(the two measured back to back, so that a slow spell of the machine weighs on both).")
+        paired = sorted(x["seconds"] / y["seconds"] for x, y in zip(results[a], results[b]))
+        return (f"{best[a] / best[b]:.2f} (median {median[a] / median[b]:.2f}; per round {paired[0]:.2f}-{paired[-1]:.2f}, "
+                f"median {statistics.median(paired):.2f})")
+    print("ratios of the best wall times (of the medians; of each round's pair), each target read on the best:")
     if shape == "tiny":
         print(f"  load_1 / read_shards       = {ratio('load_1', 'read_shards')}   target <= 3")
         print(f"  load_default / read_shards = {ratio('load_default', 'read_shards')}   target <= 3")
