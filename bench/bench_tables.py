@@ -147,7 +147,7 @@ def report(shape: str, tree: Path, repeat: int) -> dict:
               f"{grown / (size / 1e6):>8.2f}{worker:>11.0f}")
     def ratio(a: str, b: str) -> str:
         ("The ratio of two measurements' best times, of their medians, and the range of the ratios within a round "
-         "(the two measured back to back, so that a slow spell of the machine weighs on both).")
+         "(the two measured in the same round, seconds apart, so that a slow spell of the machine weighs on both).")
         paired = sorted(x["seconds"] / y["seconds"] for x, y in zip(results[a], results[b]))
         return (f"{best[a] / best[b]:.2f} (median {median[a] / median[b]:.2f}; per round {paired[0]:.2f}-{paired[-1]:.2f}, "
                 f"median {statistics.median(paired):.2f})")
