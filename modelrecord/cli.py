@@ -93,6 +93,14 @@ def _repeats_text(repeats: dict, success: str) -> str:
             lines.append(f"{model}  {label}{p['k']} {value} over {p['cases']} items ({p['left_out']} left out)")
     return "\n".join(lines) + "\n"
 
+def _skipped(tables, tree: Path) -> list:
+    "The lines a salvaging load of `tree` left out, each as the `ShardError` it was refused with (as `validate` says)."
+    import pandas as pd
+    root = tree if tree.is_dir() else tree.parent
+    return [ShardError(root / problem.shard, None if pd.isna(problem.line) else int(problem.line),
+                       problem.field if isinstance(problem.field, str) else None, problem.why)
+            for problem in tables.problems.itertuples()]
+
 @needs("analysis")
 def summary(args) -> int:
     "Print the summary of a tree per model (or per `--by` columns) as aligned text tables, or as JSON."
@@ -108,10 +116,8 @@ def summary(args) -> int:
         tables = load(tree, workers=args.workers, content=bool(args.key), errors=errors, cache=not args.no_cache)
         scored = _scores(tables, args.key) if args.key else None
     except (ShardError, ValueError) as error: return _refused(error)
-    for problem in tables.problems.itertuples():
-        print(f"modelrecord: skipped {ShardError(problem.shard, problem.line, problem.field, problem.why)}",
-              file=sys.stderr)
-    if len(tables.problems): print(f"modelrecord: {len(tables.problems)} lines refused, the rest summarised",
+    for refusal in _skipped(tables, tree): print(f"modelrecord: skipped {refusal}", file=sys.stderr)
+    if len(tables.problems): print(f"modelrecord: {plural(len(tables.problems), 'line')} refused, the rest summarised",
                                    file=sys.stderr)
     try: table = summarise(tables, by=by)
     except ValueError as error: return _misused(error)
@@ -131,10 +137,9 @@ def summary(args) -> int:
 @needs("analysis")
 def export(args) -> int:
     "Write the tables of a tree as Parquet datasets partitioned by run, one per table, into `--to`."
-    from modelrecord.tables import export as write_parquet, load
-    if Path(args.to).exists() and not Path(args.to).is_dir():
-        print(f"modelrecord: --to {args.to} is a file: export writes a directory of Parquet datasets", file=sys.stderr)
-        return 1
+    from modelrecord.tables import export as write_parquet, export_directory, load
+    try: export_directory(args.to)  # refused before the tree is read
+    except NotADirectoryError as error: return _refused(error)
     try: tables = load(_tree(args.path), workers=args.workers, content=args.content, cache=not args.no_cache)
     except ShardError as error: return _refused(error)
     for path in write_parquet(tables, args.to, ns=args.ns): print(path)
@@ -164,7 +169,9 @@ def score(args) -> int:
     if not args.path:
         from modelrecord.sample import example_key
         args.key = args.key or example_key()
-    try: scores = _scores(load(_tree(args.path), workers=args.workers, content=True), args.key)
+    try:
+        tables = load(_tree(args.path), workers=args.workers, content=True, cache=not args.no_cache)
+        scores = _scores(tables, args.key)
     except (ShardError, AnswerKeyError) as error: return _refused(error)
     by = "row" if args.by == "row" else args.by.split(",")
     try: shown = scores.to_json(by) if args.json else table_text(scores.table(by))
@@ -188,7 +195,8 @@ def explore(args) -> int:
             from modelrecord.score import load_key
             load_key(args.key)  # a malformed key is refused before a server starts
     except (ShardError, ValueError) as error: return _refused(error)
-    return serve(tree, port=args.port, allow_any_path=args.allow_any_path, idle_timeout=args.idle_timeout, key=args.key)
+    return serve(tree, port=args.port, allow_any_path=args.allow_any_path, idle_timeout=args.idle_timeout,
+                 key=args.key, cache=not args.no_cache)
 
 # %% ../nbs/17_cli.ipynb #eae69e51
 def _changed_items(comparison, limit: int = 15) -> list:
@@ -215,7 +223,8 @@ def compare(args) -> int:
     most = 1 if pick else 2  # one tree takes one key; two trees one for both, or one each
     if len(keys) > most: return _misused("--key takes one answer key, or two (BEFORE AFTER) for two trees")
     if args.verdict and not keys: return _misused("--verdict needs an answer key: give it with --key KEY")
-    try: trees = [load(Path(path), workers=args.workers, content=bool(keys)) for path in args.paths]
+    try: trees = [load(Path(path), workers=args.workers, content=bool(keys), cache=not args.no_cache)
+                  for path in args.paths]
     except ShardError as error: return _refused(error)
     if pick:
         try: trees = [runs_of(trees[0], name.split(",") if args.runs else name) for name in pick]
@@ -243,6 +252,7 @@ def parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run)
         return sub
     workers = dict(type=int, default=None, help="processes reading shards (default: by tree size)")
+    uncached = dict(action="store_true", help="neither read nor write the load cache")
     command("validate", validate, "read a tree strictly: count its lines per shard and list every problem")
     summarise = command("summary", summary, "print the per-model summary of a tree")
     summarise.add_argument("--by", default="model",
@@ -253,7 +263,7 @@ def parser() -> argparse.ArgumentParser:
     summarise.add_argument("--workers", **workers)
     summarise.add_argument("--salvage", action="store_true",
                            help="summarise every line that reads; list the refused ones on stderr")
-    summarise.add_argument("--no-cache", action="store_true", help="neither read nor write the load cache")
+    summarise.add_argument("--no-cache", **uncached)
     summarise.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     summarise.add_argument("--k", type=int, default=None, help="also give each model's pass@k and pass^k for this k")
     grade = command("score", score, "score a tree against its answer key and print the published table")
@@ -263,6 +273,7 @@ def parser() -> argparse.ArgumentParser:
                        help="attempt columns to group by, comma-separated, or 'row' (default: model,surface)")
     grade.add_argument("--json", action="store_true", help="print the verdicts and the rows as one JSON object")
     grade.add_argument("--workers", **workers)
+    grade.add_argument("--no-cache", **uncached)
     write = command("export", export, "write a tree's tables as Parquet datasets partitioned by run",
                     optional_path=False)
     write.add_argument("--to", required=True, help="the directory to write <table>/run_id=<run>/ datasets into")
@@ -270,7 +281,7 @@ def parser() -> argparse.ArgumentParser:
     write.add_argument("--workers", **workers)
     write.add_argument("--ns", action="store_true",
                        help="keep timestamps in nanoseconds (default: microseconds, as Spark reads)")
-    write.add_argument("--no-cache", action="store_true", help="neither read nor write the load cache")
+    write.add_argument("--no-cache", **uncached)
     cached = commands.add_parser("cache", help="manage the load cache")
     cached.add_argument("action", choices=["clear"], help="clear: delete every cached table")
     cached.set_defaults(run=cache)
@@ -281,6 +292,7 @@ def parser() -> argparse.ArgumentParser:
                       help="let the page's path box open any path this user can read (default: only PATH and under it)")
     show.add_argument("--idle-timeout", type=int, default=600, metavar="SECONDS",
                       help="shut down a page's kernel idle this long with no page connected (default: 600)")
+    show.add_argument("--no-cache", **uncached)
     against = commands.add_parser("compare", help="compare two runs: two trees, or two runs or commits of one tree")
     against.add_argument("paths", nargs="+", metavar="TREE", help="BEFORE AFTER, or one TREE with --runs or --commits")
     which = against.add_mutually_exclusive_group()
@@ -296,6 +308,7 @@ def parser() -> argparse.ArgumentParser:
     against.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
     against.add_argument("--fail-on-regression", action="store_true", help="exit 1 when some model regressed")
     against.add_argument("--workers", **workers)
+    against.add_argument("--no-cache", **uncached)
     against.set_defaults(run=compare)
     return top
 

@@ -177,9 +177,10 @@ class Explorer:
                  load: bool = True,  # read it at once
                  key=None,  # an answer key (path or mapping): every attempt is scored against it, its verdict shown
                  # load every line that reads and list the others above the tabs; False: refuse the tree
-                 salvage: bool = True):
+                 salvage: bool = True,
+                 cache: bool = True):  # read through the load cache (`load`); False: neither read nor write it
         self.key = None if key is None else load_key(key)  # a malformed key is refused here, before anything is shown
-        self.salvage = salvage
+        self.salvage, self.cache = salvage, cache
         self.tables = self.filtered = self.tree = self.error = self.scores = None
         self.opened, self.shown, self._quiet = None, None, False
         self._shards, self._drawings, self._stale = {}, {}, set()
@@ -505,7 +506,7 @@ def _load(explorer: Explorer, path=None):
     "Read the tree at `path` (default: the path box) from scratch and show it."
     if path is not None: explorer.path.value = str(path)
     _read(explorer, LiveTree(explorer.path.value.strip() or example_tree(), content=explorer.key is not None,
-                            errors=_errors(explorer)), fresh=True)
+                            errors=_errors(explorer), cache=explorer.cache), fresh=True)
 
 # %% ../nbs/13_explore.ipynb #1362165a
 def _refresh(explorer: Explorer):
@@ -967,7 +968,7 @@ def _load_other(explorer: Explorer):
         self.compare_status.value = styled('<p class="mr-note">Name the tree to compare this one with.</p>')
         return
     try:
-        tree = LiveTree(self.openable(given), content=self.key is not None, errors=_errors(self))
+        tree = LiveTree(self.openable(given), content=self.key is not None, errors=_errors(self), cache=self.cache)
         tables = tree.read()
         scores = None if self.key is None else score(tables, self.key)
     except Exception as error:  # shown in the tab, as the explorer's own path box shows a refusal

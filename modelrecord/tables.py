@@ -5,7 +5,8 @@
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
            'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'CACHE_LIMIT_BYTES', 'Part', 'batch_tables',
-           'shard_tables', 'combine', 'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load', 'export']
+           'shard_tables', 'combine', 'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load', 'export_directory',
+           'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
@@ -977,12 +978,14 @@ def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
         i = j
     return parts
 
-def _refuse_salvaged(parts: list):
-    "Raise the first problem a salvaging load cached for these shards: a strict load refuses them."
-    for part in parts:
-        if part.problems.num_rows:
-            first = part.problems.slice(0, 1).to_pylist()[0]
-            raise ShardError(first["shard"], first["line"], first["field"], first["why"])
+def _first_salvaged(found: dict, opened: dict) -> Optional[int]:
+    "The tree position of the first shard `found` in the cache with lines a salvaging load refused; None if none."
+    return min((i for i, (n, at) in found.items() if opened[n].counts["problems"][at]), default=None)
+
+def _refuse_salvaged(part: Part):
+    "Raise the first problem a salvaging load cached for the shards of `part`: a strict load refuses them."
+    first = part.problems.slice(0, 1).to_pylist()[0]
+    raise ShardError(first["shard"], first["line"], first["field"], first["why"])
 
 # %% ../nbs/04_tables.ipynb #515b38b4
 def load(path, *, workers: Optional[int] = None, content: bool = False, progress=None,
@@ -994,19 +997,26 @@ def load(path, *, workers: Optional[int] = None, content: bool = False, progress
     keys = [_shard_key(p) for p in paths]
     directory = _tree_dir(path, content) if cache else None
     found, opened, segments = _cached(directory, keys) if directory else ({}, {}, [])
-    fresh = [i for i in range(len(paths)) if i not in found]
+    # a strict load refuses the first bad line in walk order: when the cache holds a shard a salvaging load found
+    # bad, only the shards before it are read, and it is refused unless one of them is
+    salvaged = _first_salvaged(found, opened) if errors == "raise" else None
+    fresh = [i for i in range(len(paths) if salvaged is None else salvaged) if i not in found]
     sizes = [keys[i][1] for i in fresh]
     if workers is None: workers = min(_cores(), len(fresh)) if sum(sizes) >= PARALLEL_BYTES else 1
     read, written = {}, []
-    with _progress(sum(sizes), progress) as bar:
-        batches = shard_batches(fresh, sizes, workers)
-        for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
-            if segment: written.append(segment)
-            read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)  # read again: no map
-            bar.update(sum(keys[i][1] for i in batch))
+    try:
+        with _progress(sum(sizes), progress) as bar:
+            batches = shard_batches(fresh, sizes, workers)
+            for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
+                if segment: written.append(segment)
+                read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)  # no map: again
+                bar.update(sum(keys[i][1] for i in batch))
+    finally:  # what was read is kept, even when a refusal ends the load
+        if directory: _update_index(directory, segments, {n for n, _ in found.values()}, written)
+    if salvaged is not None:
+        n, at = found[salvaged]
+        _refuse_salvaged(_slice(opened[n], at, at + 1))
     parts = _in_walk_order(len(paths), read, found, opened)
-    if errors == "raise": _refuse_salvaged(parts)
-    if directory: _update_index(directory, segments, {n for n, _ in found.values()}, written)
     root = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
     return combine(parts, Path(root))
 
@@ -1033,23 +1043,38 @@ def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:
         fields.append(pa.field(name, kind))
     return pa.schema(fields)
 
+def export_directory(out_dir) -> Path:
+    "`out_dir` as a `Path`, refused (`NotADirectoryError`) when it, or the nearest folder of it that exists, is a file."
+    out_dir = Path(out_dir)
+    there = next((path for path in (out_dir, *out_dir.parents) if path.exists()), None)
+    if there is not None and not there.is_dir():
+        made = "" if there == out_dir else f" (so {out_dir} cannot be made)"
+        raise NotADirectoryError(f"{there} is a file{made}: export writes a directory of Parquet datasets")
+    return out_dir
+
+def _run_partitions(tables: Tables, partitioning) -> list:
+    "The directory name (`run_id=<value>`, escaped) of each run some table of `tables` holds rows of."
+    import pyarrow.dataset as ds
+    runs = set().union(*(frame.run_id.unique() for _, frame in tables.items()))
+    return [partitioning.format(ds.field("run_id").is_null() if pd.isna(run) else ds.field("run_id") == run)[0]
+            for run in runs]
+
 def export(tables: Tables, out_dir, *, ns: bool = False) -> list:
     ("Write every table of `tables` as a Parquet dataset `<out_dir>/<table>/run_id=<value>/`, replacing those runs' "
      "partitions; return the table directories.")
     import pyarrow.dataset as ds
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NotADirectoryError(f"{out_dir} is a file: export writes a directory of Parquet datasets")
+    out_dir = export_directory(out_dir)
     by_run = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
-    written = []
+    partitions, written = _run_partitions(tables, by_run), []
     for name, frame in tables.items():
         if frame.index.name is not None: frame = frame.reset_index()
         schema = _export_schema(frame, _schemas(True)[name], ns)
         table = pa.Table.from_pandas(frame, preserve_index=False)
         table = pa.table([pc.cast(table[field.name], field.type, safe=False) for field in schema], schema=schema)
         (out_dir / name).mkdir(parents=True, exist_ok=True)  # there even when the table is empty
+        # each run's partition is replaced whole, in every table: also where the run has no rows now
+        for partition in partitions: shutil.rmtree(out_dir / name / partition, ignore_errors=True)
         ds.write_dataset(table, out_dir / name, format="parquet", partitioning=by_run,
-                         basename_template="part-{i}.parquet",
-                         existing_data_behavior="delete_matching")
+                         basename_template="part-{i}.parquet", existing_data_behavior="overwrite_or_ignore")
         written.append(out_dir / name)
     return written

@@ -129,6 +129,40 @@ def test_salvaged_problems_are_cached_and_a_strict_load_still_refuses(cache, tre
     with pytest.raises(ShardError, match=":4: turn"): load(tree, cache=False)
 
 
+def _break_line(shard, line: int):
+    "Put a turn line with no turn in it at `line` of `shard`."
+    lines = shard.read_bytes().splitlines(keepends=True)
+    shard.write_bytes(b"".join(lines[:line - 1]) + b'{"schema": 1, "type": "turn"}\n' + b"".join(lines[line - 1:]))
+
+
+@pytest.mark.parametrize("later", [True, False])
+def test_a_strict_load_through_the_cache_refuses_the_first_bad_line_in_walk_order(cache, tree, later):
+    "A shard cached as salvaged, another broken since: the refusal is the one an uncached load names."
+    from modelrecord.reader import ShardError
+    shards = sorted(tree.rglob("modeleval-*.jsonl"))
+    _break_line(shards[2], 4)
+    load(tree, errors="collect")  # the cache now holds shard 2's problem
+    _break_line(shards[4 if later else 0], 5)
+    with pytest.raises(ShardError) as uncached: load(tree, cache=False)
+    with pytest.raises(ShardError) as cached: load(tree)
+    assert str(cached.value) == str(uncached.value)
+    assert str(cached.value).startswith(f"{shards[2] if later else shards[0]}:{4 if later else 5}: turn")
+
+
+def test_a_refused_load_keeps_what_it_read_in_the_cache(cache, tree, monkeypatch):
+    "The shards read before a refusal are cached: the next load, once the bad line is gone, reads only that shard."
+    from modelrecord.reader import ShardError
+    monkeypatch.setattr("modelrecord.tables.BATCH_BYTES", 1)  # a batch per shard
+    shards = sorted(tree.rglob("modeleval-*.jsonl"))
+    original = shards[-1].read_bytes()
+    _break_line(shards[-1], 3)
+    with pytest.raises(ShardError): load(tree, workers=1)
+    shards[-1].write_bytes(original)
+    told = []
+    same(load(tree, workers=1, progress=lambda done, total: told.append(total)), load(tree, cache=False))
+    assert told[-1] == len(original)  # only the shard that was refused is read
+
+
 def test_cli_cache_clear(cache, tree, capsys):
     assert main(["summary", str(tree)]) == 0
     assert cache_files(cache)
@@ -137,3 +171,13 @@ def test_cli_cache_clear(cache, tree, capsys):
     assert not cache_files(cache)
     assert main(["summary", str(tree), "--no-cache"]) == 0
     assert not cache_files(cache)
+
+
+def test_every_command_that_loads_takes_no_cache(cache, tree, tmp_path):
+    from modelrecord.sample import example_key, example_tree
+    assert main(["score", str(example_tree()), "--key", str(example_key()), "--no-cache"]) == 0
+    assert main(["compare", str(tree), str(tree), "--no-cache"]) == 0
+    assert main(["export", str(tree), "--to", str(tmp_path / "out"), "--no-cache"]) == 0
+    assert not cache.exists()
+    from modelrecord.cli import parser
+    assert parser().parse_args(["explore", str(tree), "--no-cache"]).no_cache

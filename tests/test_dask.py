@@ -35,12 +35,18 @@ def _compare(spread: pd.DataFrame, expected: pd.DataFrame):
                                        check_dtype=False, check_names=False)
 
 
-def test_process_cluster_summary_equals_the_in_memory_one(tree):
+@pytest.fixture
+def three_batches(tree, monkeypatch):
+    "Batches of about a third of the tree, so that the partial aggregates of several batches are combined."
+    monkeypatch.setattr("modelrecord.tables.BATCH_BYTES", sum(p.stat().st_size for p in tree.rglob("modeleval-*")) // 3)
+
+
+def test_process_cluster_summary_equals_the_in_memory_one(tree, three_batches):
     expected = summary(load(tree, cache=False))
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         tables = load_dask(tree)
-        assert tables.turns.npartitions == 6
+        assert tables.turns.npartitions == 6 and len(tables.batches) >= 3
         spread = summary_dask(tables)
         turns, attempts = client.compute([tables.turns, tables.attempts], sync=True)
         workers = client.run(lambda: __import__("os").getpid())
@@ -51,12 +57,14 @@ def test_process_cluster_summary_equals_the_in_memory_one(tree):
     assert turns.input.sum() == in_memory.turns.input.sum()
 
 
-def test_process_cluster_score_table_equals_the_in_memory_one(tree):
+def test_process_cluster_score_table_equals_the_in_memory_one(tree, three_batches):
     key = tree / KEY_NAME
     expected = score(load(tree, content=True, cache=False), key).table()
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
             distributed.Client(cluster):
-        spread = score_table(load_dask(tree, content=True), key)
+        tables = load_dask(tree, content=True)
+        assert len(tables.batches) >= 3
+        spread = score_table(tables, key)
     assert list(spread.columns) == list(expected.columns) and list(spread.index) == list(expected.index)
     assert expected.attempts.sum() > 0 and expected.completion_numerator.sum() > 0
     pd.testing.assert_frame_equal(spread, expected, check_exact=True)
@@ -106,6 +114,10 @@ def test_memory_filesystem_through_threads(tree):
 
 def test_dtypes_known_up_front(tree):
     tables = load_dask(tree)
-    computed = tables.turns.get_partition(0).compute(scheduler="synchronous")
-    assert list(tables.turns.dtypes.index) == list(computed.columns)
-    assert tables.turns.dtypes["cost"] == computed.dtypes["cost"]
+    for name in TABLES:  # what Dask was told before reading anything is what a partition holds
+        computed = tables[name].get_partition(0).compute(scheduler="synchronous")
+        assert list(tables[name].dtypes.index) == list(computed.columns), name
+        for column in computed.columns:
+            told, found = tables[name].dtypes[column], computed.dtypes[column]
+            if isinstance(found, pd.CategoricalDtype): assert isinstance(told, pd.CategoricalDtype), (name, column)
+            else: assert told == found, (name, column, told, found)

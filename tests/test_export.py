@@ -5,10 +5,11 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from modelrecord.cli import main
-from modelrecord.record import MODEL_ENDINGS, Attempt, Run, Turn, Usage, encode
+from modelrecord.record import MODEL_ENDINGS, Attempt, Call, Run, Turn, Usage, encode
 from modelrecord.sample import example_tree, write_tree
 from modelrecord.summary import summary
 from modelrecord.tables import TABLES, export, load
@@ -77,13 +78,18 @@ def test_two_trees_with_different_empty_columns_read_as_one_dataset(tmp_path):
     bare = tmp_path / "bare"
     _write(bare / "modeleval-x.jsonl", Run(run_id="bare-run", repeat=1),
            Attempt(id="a-1", case="MT-1", model="m", surface="dynamic", repeat=1, ended_by="harness_error", reason="no world"),
-           Turn(attempt="a-1", index=1, try_=1, status="ok", usage=Usage(input=1, output=1)))
+           Turn(attempt="a-1", index=1, try_=1, status="ok", usage=Usage(input=1, output=1)),
+           Call(attempt="a-1", turn=1, index=1, tool="project_get", outcome="ok"))  # no refusal_reason
     example = load(example_tree())
     refusals, names = example.calls.refusal_reason.notna().sum(), example.verifies.name.notna().sum()
     assert refusals and names
     out = tmp_path / "out"
-    export(load(bare), out)  # no calls, no verifies: every column of those tables empty
+    export(load(bare), out)  # a call with every optional column empty, no verifies
     export(example, out)
+    for table in TABLES:  # every file of a table has the one schema the plan gives, none of its columns typed null
+        schemas = {pq.read_schema(f).remove_metadata() for f in (out / table).rglob("*.parquet")}
+        assert len(schemas) == 1, (table, schemas)
+        assert not [f.name for f in schemas.pop() if pa.types.is_null(f.type)], table
     calls = ds.dataset(out / "calls", partitioning="hive").to_table()
     assert calls.schema.field("refusal_reason").type == pa.string()
     assert pc_count(calls.column("refusal_reason")) == refusals
@@ -110,6 +116,33 @@ def test_re_export_replaces_the_run_partition(tmp_path):
     assert back.num_rows == len(tables.turns)
 
 
+def test_re_export_replaces_a_run_partition_left_empty(tmp_path):
+    "A run exported again with no calls now: its old calls are gone, other runs' stay."
+    tables = load(example_tree())
+    out = tmp_path / "out"
+    export(tables, out)
+    run, other = tables.runs.run_id.iloc[0], tables.runs.run_id.iloc[-1]
+    assert run != other
+    kept = (tables.calls.run_id == other).sum()
+    without_calls = tables.where(~tables.attempts.index.isin(tables.calls.attempt_key.dropna()), run_id=run)
+    assert len(without_calls.attempts) and not len(without_calls.calls)
+    export(without_calls, out)
+    calls = ds.dataset(out / "calls", partitioning="hive").to_table().to_pandas()
+    assert (calls.run_id == run).sum() == 0 and (calls.run_id == other).sum() == kept
+
+
+def test_run_ids_are_escaped_as_hive_partitions_and_read_back(tmp_path):
+    tree = tmp_path / "tree"
+    odd = "nightly/2026-12-03 a=b%c é"
+    _write(tree / "modeleval-x.jsonl", Run(run_id=odd, repeat=1),
+           Attempt(id="a-1", case="MT-1", model="m", surface="dynamic", repeat=1, ended_by="harness_error"))
+    export(load(tree), tmp_path / "out")
+    (partition,) = (tmp_path / "out" / "attempts").iterdir()
+    assert "/" not in partition.name and partition.name.startswith("run_id=nightly%2F2026-12-03")
+    assert ds.dataset(tmp_path / "out" / "attempts", partitioning="hive").to_table().column("run_id").to_pylist() == [odd]
+    assert duckdb.sql(f"select run_id from {_parquet(tmp_path / 'out', 'attempts')}").fetchall() == [(odd,)]
+
+
 def test_timestamps_in_microseconds_unless_ns(tmp_path):
     tables = load(example_tree())
     export(tables, tmp_path / "us")
@@ -121,6 +154,9 @@ def test_timestamps_in_microseconds_unless_ns(tmp_path):
 def test_cli_export_and_summary(tmp_path, capsys):
     tree = write_tree(tmp_path / "tree", seed=2, attempts=60)
     assert main(["export", str(tree), "--to", str(tmp_path / "out")]) == 0
+    assert main(["export", str(tree), "--to", str(tmp_path / "ns"), "--ns"]) == 0
+    for unit, out in (("us", "out"), ("ns", "ns")):
+        assert ds.dataset(tmp_path / out / "runs", partitioning="hive").schema.field("started_at").type.unit == unit
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TABLES)
     assert main(["summary", str(tree)]) == 0
     out = capsys.readouterr().out
