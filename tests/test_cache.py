@@ -181,3 +181,25 @@ def test_every_command_that_loads_takes_no_cache(cache, tree, tmp_path):
     assert not cache.exists()
     from modelrecord.cli import parser
     assert parser().parse_args(["explore", str(tree), "--no-cache"]).no_cache
+
+
+def test_another_version_or_content_flag_never_reads_the_old_cache(cache, tree, monkeypatch):
+    "The tree's cache directory is named by the plan's digest: a new package version reads every shard again."
+    from modelrecord import tables as tables_module
+    size = sum(p.stat().st_size for p in tree.rglob("modeleval-*.jsonl"))
+    told = []
+    follow = lambda done, total: told.append(total)
+    load(tree)
+    load(tree, progress=follow)
+    assert told[-1] == 0  # nothing read: all from the cache
+    load(tree, content=True, progress=follow)
+    assert told[-1] == size  # tables with content are another plan
+    monkeypatch.setattr("modelrecord.__version__", "999.0")
+    tables_module._plan_digest.cache_clear()
+    try:
+        load(tree, progress=follow)
+        assert told[-1] == size
+        assert len(list((cache / "trees").iterdir())) == 3
+    finally:
+        monkeypatch.undo()
+        tables_module._plan_digest.cache_clear()
