@@ -517,23 +517,43 @@ def _relative(paths: list, root) -> list:
     if all(path.startswith(prefix) for path in paths): return [path[len(prefix):] for path in paths]
     return [os.path.relpath(path, root) for path in paths]
 
+def _shard_values(parts: list, rows: dict, root) -> dict:
+    ("What every row of a shard holds, one value per shard of `parts` in walk order: its path (relative to `root`) "
+     "and the run columns of its first run line (missing without one).")
+    paths = [path for part in parts for path in part.paths]
+    runs = pa.concat_tables([part["runs"] for part in parts])
+    first = pa.array(np.cumsum(rows["runs"]) - rows["runs"], mask=rows["runs"] == 0)  # each shard's first run line
+    values = {name: runs.column(name).take(first).cast(pa.string()).combine_chunks() for name in RUN_COLUMNS}
+    return {**values, "shard": pa.array(paths if root is None else _relative(paths, root), pa.string())}
+
+def _repeated(values: pa.Array, rows: np.ndarray) -> tuple:
+    ("`(codes, categories)` of a column holding, for each shard, its one value of `values` down its `rows` rows: the "
+     "categories its rows hold, in the order first met.")
+    held = rows > 0
+    encoded = values.filter(pa.array(held)).dictionary_encode()  # numbered as met; a missing value has none
+    return np.repeat(_filled(encoded.indices), rows[held]), encoded.dictionary.to_pylist()
+
 def _frames(parts: list, root) -> dict:
     ("One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to "
      "`root`.")
     rows = {name: np.concatenate([_counts(part)[name] for part in parts]).astype(np.int64) for name in TABLES}
     frames, dtypes = {}, {}
     first_met = all(isinstance(part, Part) and part.first_met for part in parts)
+    per_shard = _shard_values(parts, rows, root)
     for name in TABLES:
         table = pa.concat_tables([part[name] for part in parts])
         built = {}  # the keys and categoricals, made here; the rest by Arrow
+        # a run or provider line keeps its own line's run columns; the other lines take their shard's first
+        constant = {"shard"} if name in ("runs", "providers") else {"shard", *RUN_COLUMNS}
         for column, kind in zip(table.column_names, table.schema.types):
             if column in _KEYS:
                 target = rows[_KEYS[column]]
                 built[column] = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
+            elif column in constant:  # made from one value per shard, not from every row's
+                built[column] = _categorical(*_repeated(per_shard[column], rows[name]), dtypes)
             elif pa.types.is_dictionary(kind):
-                codes, categories = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column), first_met)
-                if column == "shard" and root is not None: categories = _relative(categories, root)
-                built[column] = _categorical(codes, categories, dtypes)
+                shown = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column), first_met)
+                built[column] = _categorical(*shown, dtypes)
         plain = table.drop_columns(list(built)).to_pandas(use_threads=False)
         # one frame made at once: inserting the columns one by one costs pandas a look-up and a new index each
         frame = pd.DataFrame({column: built[column] if column in built else plain[column].array

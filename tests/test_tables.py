@@ -32,9 +32,9 @@ def _write(path: Path, *lines):
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
-    """A generated tree, plus three hand-written shards for the joins' edge cases:
+    """A generated tree, plus hand-written shards for the joins' edge cases:
     one without a run line, one whose attempt's session is in another shard of the same run,
-    and one with a turn whose attempt line is missing."""
+    one with a turn whose attempt line is missing, and one with two run lines (its lines take the first)."""
     root = write_tree(tmp_path_factory.mktemp("tree"), seed=7, attempts=480, shards_per_target=3)
     run = Run(run_id="run-odd", repeat=1, edition="ce", tier="free")
     _write(root / "odd" / "modeleval-a-sessions.jsonl", run,
@@ -49,6 +49,12 @@ def tree(tmp_path_factory) -> Path:
            Attempt(id="lone-1", case="MT-901", model="openai:gpt-5", surface="dynamic", repeat=1,
                    ended_by="harness_error", reason="the world did not build"),
            Turn(attempt="lone-1", index=1, try_=1, status="server_error", usage=Usage(), detail="boom"))
+    _write(root / "odd" / "modeleval-d-two-runs.jsonl",
+           Run(run_id="run-first", repeat=1, commit="c0ffee", edition="ee", tier="paid"),
+           Run(run_id="run-second", repeat=2, commit="beef", edition="ce"),
+           Attempt(id="twice-1", case="MT-902", model="openai:gpt-5", surface="dynamic", repeat=1,
+                   ended_by="harness_error", reason="no world"),
+           Turn(attempt="twice-1", index=1, try_=1, status="ok", usage=Usage(input=1, output=1)))
     return root
 
 
@@ -193,16 +199,27 @@ def test_calls_verifies_blocks(tables, raw):
     assert totals.calls.sum() == len(tables.calls) and totals.turns.sum() == tables.turns.attempt_key.notna().sum()
 
 
+def _first_met(column: pd.Series) -> list:
+    "The values a categorical column's rows hold, in the order they are first met down it."
+    return list(dict.fromkeys(value for value in column.astype(object) if isinstance(value, str)))
+
+
 def test_every_row_knows_its_shard_and_run(tables, raw):
     for name in TABLES:
         frame = tables[name]
         assert frame.shard.notna().all(), name
         assert set(frame.shard.astype(str)) <= set(raw), name
-    runs = {path: next((l["run"]["run_id"] for l in lines if l["type"] == "run"), None) for path, lines in raw.items()}
+        assert list(frame.shard.cat.categories) == _first_met(frame.shard), name
+    first_run = {path: next((l["run"] for l in lines if l["type"] == "run"), {}) for path, lines in raw.items()}
+    assert first_run["odd/modeleval-d-two-runs.jsonl"]["run_id"] == "run-first"
     for name in ("sessions", "attempts", "turns", "calls", "verifies", "blocks"):
         frame = tables[name]
-        expected = [runs[shard] or "-" for shard in frame.shard.astype(str)]
-        assert frame.run_id.astype(object).fillna("-").tolist() == expected, name
+        for column in ("run_id", "commit", "edition", "tier"):
+            expected = [first_run[shard].get(column) or "-" for shard in frame.shard.astype(str)]
+            assert frame[column].astype(object).fillna("-").tolist() == expected, (name, column)
+            assert list(frame[column].cat.categories) == _first_met(frame[column]), (name, column)
+    own = [(l["run"]["run_id"], l["run"].get("commit")) for _, lines in raw.items() for l in lines if l["type"] == "run"]
+    assert list(zip(tables.runs.run_id, tables.runs.commit.astype(object).where(tables.runs.commit.notna(), None))) == own
 
 
 def test_shard_without_run_line_has_empty_run_columns(tables):
