@@ -693,3 +693,17 @@ def test_overview_completion_carries_its_wilson_interval(fresh, tables):
     for model, row in summary(tables).iterrows():
         text = f"{int(row.completed)}/{int(row.model_endings)} {row.completion:.0%} [{100 * row.completion_low:.0f}-{100 * row.completion_high:.0f}]"
         assert text in fresh.summary.value, text
+
+
+def test_an_explorer_without_the_cache_neither_reads_nor_writes_it(tmp_path, monkeypatch):
+    "`Explorer(cache=False)` (the page of `explore --no-cache`): its reads, and the Compare tab's, skip the cache."
+    monkeypatch.setenv("MODELRECORD_CACHE_DIR", str(tmp_path / "cache"))
+    tree = shutil.copytree(example_tree(), tmp_path / "tree")
+    explorer = Explorer(tree, cache=False)
+    explorer.refresh()
+    explorer.compare_path.value = str(tree)
+    explorer.compare_button.click()
+    assert explorer.error is None and len(explorer.tables.attempts) and explorer.other_tree is not None
+    assert not (tmp_path / "cache").exists()
+    Explorer(tree)
+    assert (tmp_path / "cache").exists()
