@@ -93,19 +93,11 @@ def _repeats_text(repeats: dict, success: str) -> str:
             lines.append(f"{model}  {label}{p['k']} {value} over {p['cases']} items ({p['left_out']} left out)")
     return "\n".join(lines) + "\n"
 
-def _skipped(tables, tree: Path) -> list:
-    "The lines a salvaging load of `tree` left out, each as the `ShardError` it was refused with (as `validate` says)."
-    import pandas as pd
-    root = tree if tree.is_dir() else tree.parent
-    return [ShardError(root / problem.shard, None if pd.isna(problem.line) else int(problem.line),
-                       problem.field if isinstance(problem.field, str) else None, problem.why)
-            for problem in tables.problems.itertuples()]
-
 @needs("analysis")
 def summary(args) -> int:
     "Print the summary of a tree per model (or per `--by` columns) as aligned text tables, or as JSON."
     from modelrecord.summary import summary as summarise, summary_records, summary_text
-    from modelrecord.tables import load
+    from modelrecord.tables import load, problem_errors
     by = args.by.split(",")
     if args.k is not None and (by != ["model"] or args.k < 1):
         return _misused("--k needs a k of 1 or more and the rows per model (no --by)")
@@ -116,7 +108,9 @@ def summary(args) -> int:
         tables = load(tree, workers=args.workers, content=bool(args.key), errors=errors, cache=not args.no_cache)
         scored = _scores(tables, args.key) if args.key else None
     except (ShardError, ValueError) as error: return _refused(error)
-    for refusal in _skipped(tables, tree): print(f"modelrecord: skipped {refusal}", file=sys.stderr)
+    # each line left out named as `validate` names it, under the tree as it was given
+    for refusal in problem_errors(tables.problems, tree if tree.is_dir() else tree.parent):
+        print(f"modelrecord: skipped {refusal}", file=sys.stderr)
     if len(tables.problems): print(f"modelrecord: {plural(len(tables.problems), 'line')} refused, the rest summarised",
                                    file=sys.stderr)
     try: table = summarise(tables, by=by)

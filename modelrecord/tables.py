@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
            'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'CACHE_LIMIT_BYTES', 'Part', 'batch_tables',
-           'shard_tables', 'combine', 'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load', 'export_directory',
-           'export']
+           'shard_tables', 'problem_errors', 'combine', 'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load',
+           'export_directory', 'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
@@ -594,6 +594,14 @@ def _problems(parts: list, root) -> pd.DataFrame:
     if root is not None: frame["shard"] = [os.path.relpath(p, root) for p in frame.shard]
     return frame
 
+def problem_errors(problems: pd.DataFrame, root=None) -> list:
+    ("Each row of a problems table (`Tables.problems`) as the `ShardError` it stands for, its shard path joined to "
+     "`root` when one is given.")
+    return [ShardError(problem.shard if root is None else os.path.join(root, problem.shard),
+                       None if pd.isna(problem.line) else int(problem.line),
+                       problem.field if isinstance(problem.field, str) else None, problem.why)
+            for problem in problems.itertuples(index=False)]
+
 def combine(parts: list, root=None) -> "Tables":
     ("The `Tables` of a tree from the `batch_tables` (or `shard_tables`) of its shards, in walk order; `shard` paths "
      "are made relative to `root`.")
@@ -1004,8 +1012,7 @@ def _first_salvaged(found: dict, opened: dict) -> Optional[int]:
 
 def _refuse_salvaged(part: Part):
     "Raise the first problem a salvaging load cached for the shards of `part`: a strict load refuses them."
-    first = part.problems.slice(0, 1).to_pylist()[0]
-    raise ShardError(first["shard"], first["line"], first["field"], first["why"])
+    raise problem_errors(part.problems.slice(0, 1).to_pandas())[0]
 
 # %% ../nbs/04_tables.ipynb #515b38b4
 def load(path, *, workers: Optional[int] = None, content: bool = False, progress=None,
