@@ -1,17 +1,11 @@
-"""Shared fixtures: where the read-only `shared/` folder is, and small trees to read."""
+"""Shared fixtures: small trees to read, from `tests/data/` (nothing outside the repository)."""
 from pathlib import Path
 import pytest
 
-from checkout import shared_dir
+from checkout import CONFORMANCE
 
 
 @pytest.fixture(scope="session")
-def shared() -> Path:
-    "The read-only shared/ folder beside the checkout."
-    return shared_dir()
-
-
-@pytest.fixture(scope="session")
-def conformance(shared) -> Path:
-    "The reference runner's conformance shards."
-    return shared / "conformance-sample"
+def conformance() -> Path:
+    "The reference runner's conformance shards, copied into tests/data/ with their attribution."
+    return CONFORMANCE

@@ -1,4 +1,4 @@
-"""The reference runner's own shards (shared/conformance-sample/) read, in file order, and `encode`
+"""The reference runner's own shards (tests/data/conformance-sample/, copied from the reference repository with its attribution) read, in file order, and `encode`
 writes each of their records back as the same bytes, map key order aside (Go sorts map keys; the
 fixture's hand-written `facts` are not sorted).
 """
