@@ -26,12 +26,12 @@ setuptools.setup(
     author_email=cfg["author_email"],
     license="MIT",
     keywords=cfg["keywords"],
-    url=cfg["git_url"],
     classifiers=[
         "Development Status :: " + cfg["status"] + " - " + statuses[int(cfg["status"])],
         "Intended Audience :: " + cfg["audience"],
         licenses[cfg["license"]],
-        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
+        "Programming Language :: Python :: 3.11",  # the version the tests run on
     ],
     python_requires=">=" + cfg["min_python"],
     packages=setuptools.find_packages(include=[cfg["lib_path"], cfg["lib_path"] + ".*"]),

@@ -9,14 +9,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from modelrecord import live
 from modelrecord import tables as tables_module
 from modelrecord.explore import ALL, PLOTS, TABS, Explorer, add_tab
 from modelrecord.formatting import usd_column, usd_text
 from modelrecord.reader import ShardError
 from modelrecord.record import (Attempt, Block, Call, ENDED_MALFORMED, ENDINGS, Run, Turn, TURN_OK, Usage, Verify, encode)
 from modelrecord.sample import example_tree, write_tree
-from modelrecord.summary import attempt_totals
 from modelrecord.tables import load
 from modelrecord.transcript import TRUNCATED_BADGE as TRUNCATED
 

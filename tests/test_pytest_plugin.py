@@ -1,6 +1,5 @@
 """The pytest plugin under pytest and pytest-xdist, driven by pytester: every line once, one shard per process,
 and a line that cannot be recorded failing exactly the test that wrote it (FAILED, not a teardown ERROR)."""
-import json
 from importlib.metadata import entry_points
 
 import pytest

@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from modelrecord.reader import ShardError, read_shard, read_shards

@@ -11,7 +11,7 @@ import random
 import pandas as pd
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from modelrecord.record import Attempt, Call, Session, Turn, Verify, encode
+from modelrecord.record import Attempt, Call, Turn, Verify, encode
 from modelrecord.sample import answer_key, generate
 from modelrecord.score import PUBLISHED, Ratio, overhead_text, score
 
