@@ -24,3 +24,55 @@ def pytest_collection_modifyitems(items):
         cell = getattr(item, "cell", None)
         if cell is not None and cell.get("outputs") and cell.get("execution_count") is None:
             cell["execution_count"] = 1
+
+
+
+# Progress a person can follow: a line per test file when its last test has run, with the time
+# since the start, so that a long run shows where it is (dots alone say nothing about what is
+# left). Under pytest-xdist the controller learns each file's tests from the workers' collection;
+# a worker counts nothing, so only the controller prints.
+import time
+
+import pytest
+
+_STARTED = time.monotonic()
+_left: dict = {}  # test file -> its tests not yet finished
+_failed: dict = {}  # test file -> its failed reports
+
+
+def _count(nodeids):
+    "Count the tests of each file, once (every xdist worker collects the same tests)."
+    if _left: return
+    for nodeid in nodeids:
+        path = nodeid.split("::")[0]
+        _left[path] = _left.get(path, 0) + 1
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    _count(ids)
+
+
+def pytest_collection_finish(session):
+    if not hasattr(session.config, "workerinput"): _count([item.nodeid for item in session.items])
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    if path not in _left: return
+    if report.failed: _failed[path] = _failed.get(path, 0) + 1
+    if report.when != "teardown": return
+    _left[path] -= 1
+    reporter = _config[0].pluginmanager.get_plugin("terminalreporter") if _config else None
+    if _left[path] == 0 and reporter is not None:
+        minutes, seconds = divmod(int(time.monotonic() - _STARTED), 60)
+        failed = f", {_failed[path]} failed" if path in _failed else ""
+        if reporter._tw.width_of_current_line: reporter.write('\n')  # after the dots of this line
+        reporter.write_line(f"[{minutes:2d}:{seconds:02d}] {path} done{failed}")
+
+
+_config: list = []  # the controller's configuration, whose terminal reporter prints
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"): _config.append(config)
