@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['VERDICTS', 'ITEM', 'BOOTSTRAP_RESAMPLES', 'PERMUTATIONS', 'MCNEMAR', 'SIGN_FLIP', 'REGRESSION', 'IMPROVEMENT',
-           'NO_CHANGE', 'SPENDING', 'verdict_success', 'success_of', 'outcomes', 'rates', 'repeats',
-           'pass_at_k_estimate', 'pass_hat_k_estimate', 'pass_at_k', 'pass_hat_k', 'consistency', 'paired_test',
-           'ModelComparison', 'compare_models', 'RunComparison', 'compare_runs', 'runs_of', 'run_comparison_records',
-           'pareto_frontier', 'cost_success']
+           'NO_CHANGE', 'SPENDING', 'verdict_success', 'attempt_successes', 'rates', 'repeats', 'pass_at_k_estimate',
+           'pass_hat_k_estimate', 'pass_at_k', 'pass_hat_k', 'consistency', 'paired_test', 'ModelComparison',
+           'compare_models', 'RunComparison', 'compare_runs', 'runs_of', 'run_comparison_records', 'pareto_frontier',
+           'cost_success']
 
 # %% ../nbs/09_compare.ipynb #4ba8fdbb
 from typing import NamedTuple, Optional, Union
@@ -23,6 +23,7 @@ from .tables import Tables
 # %% ../nbs/09_compare.ipynb #5ec0a002
 VERDICTS = ("clean", "completed", "unaided")  # the per-attempt verdicts that can stand for success
 
+# %% ../nbs/09_compare.ipynb #e992f2b7
 def verdict_success(scores: Scores, # the verdicts on a tree's attempts (`modelrecord.score.score`)
                     verdict: str = "clean", # which verdict counts as success: clean, completed or unaided
                    ) -> pd.Series:
@@ -33,11 +34,11 @@ def verdict_success(scores: Scores, # the verdicts on a tree's attempts (`modelr
     return hit.astype("boolean").where(a.outcome.isin(SCORED_OUTCOMES)).rename(verdict)
 
 # %% ../nbs/09_compare.ipynb #5ec0a003
-def success_of(tables, # `Tables`, or `Scores` (then success is one of their verdicts)
-               success: Optional[pd.Series] = None, # a boolean per attempt, as given
-               key=None, # an answer key (path, mapping or `AnswerKey`) to score `tables` against
-               verdict: Optional[str] = None, # the verdict that counts as success (default clean, with a key)
-              ) -> tuple:
+def _success_of(tables, # `Tables`, or `Scores` (then success is one of their verdicts)
+                success: Optional[pd.Series] = None, # a boolean per attempt, as given
+                key=None, # an answer key (path, mapping or `AnswerKey`) to score `tables` against
+                verdict: Optional[str] = None, # the verdict that counts as success (default clean, with a key)
+               ) -> tuple:
     "`(tables, success, label)`: the tables to read, the success per attempt (None: completed) and what it is."
     scores = tables if isinstance(tables, Scores) else None
     if scores is not None and key is not None: raise ValueError("give Scores or a key, not both")
@@ -52,29 +53,33 @@ def success_of(tables, # `Tables`, or `Scores` (then success is one of their ver
     verdict = verdict or "clean"
     return scores.tables, verdict_success(scores, verdict), f"verdict {verdict}"
 
-# %% ../nbs/09_compare.ipynb #b70049c1
+# %% ../nbs/09_compare.ipynb #315e9eaf
 ITEM = ["case", "surface"]  # what makes two attempts the same question: the same case on the same surface
 
-def outcomes(tables, # the tables of a tree (narrow them first with `tables.where`), or `Scores`
-             success: Optional[pd.Series] = None, # a boolean per attempt_key; None: completed, or the verdict
-             *, key=None, # an answer key to score `tables` against: success is then a verdict
-             verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
-            ) -> pd.DataFrame:
+# %% ../nbs/09_compare.ipynb #da665f5d
+def _spending(tables: Tables, index: pd.Index) -> pd.DataFrame:
+    "Per attempt of `index`: its cost, its tokens and the milliseconds its provider requests took."
+    totals = attempt_totals(tables).loc[index]
+    latency = tables.turns.groupby("attempt_key").latency_ms.sum(min_count=1)
+    return pd.DataFrame({"cost": totals.cost, "tokens": totals[list(TOKEN_CATEGORIES)].sum(axis=1),
+                         "latency_ms": latency.reindex(index)}, index=index)
+
+# %% ../nbs/09_compare.ipynb #b70049c1
+def attempt_successes(tables, # the tables of a tree (narrow them first with `tables.where`), or `Scores`
+                      success: Optional[pd.Series] = None, # a boolean per attempt_key; None: completed, or the verdict
+                      *, key=None, # an answer key to score `tables` against: success is then a verdict
+                      verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
+                     ) -> pd.DataFrame:
     "One row per attempt that counts: model, item, run, `success`, and its cost, tokens and latency."
-    tables, success, _ = success_of(tables, success, key, verdict)
+    tables, success, _ = _success_of(tables, success, key, verdict)
     attempts = tables.attempts
     if success is None: counted = attempts.ended_by.isin(MODEL_ENDINGS).to_numpy()
     else: counted = success.reindex(attempts.index).notna().to_numpy()
     frame = attempts.loc[counted, ["model", "case", "surface", "run_id", "commit"]].copy()
     frame["success"] = (frame.index.map(success) if success is not None
                         else attempts.ended_by[counted] == ENDED_COMPLETED).astype(bool)
-    totals = attempt_totals(tables).loc[frame.index]
-    frame["cost"] = totals.cost
-    frame["tokens"] = totals[list(TOKEN_CATEGORIES)].sum(axis=1)
-    latency = tables.turns.groupby("attempt_key").latency_ms.sum(min_count=1)
-    frame["latency_ms"] = latency.reindex(frame.index)
     for name in ("model", "case", "surface"): frame[name] = frame[name].astype(str)
-    return frame
+    return frame.join(_spending(tables, frame.index))
 
 # %% ../nbs/09_compare.ipynb #b85ebb30
 def rates(tables, # the tables of a tree, or `Scores`
@@ -84,7 +89,7 @@ def rates(tables, # the tables of a tree, or `Scores`
           verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
          ) -> pd.DataFrame:
     "Success per group: numerator, denominator, rate, its Wilson interval, and the standard error clustered by case."
-    frame = outcomes(tables, success, key=key, verdict=verdict)
+    frame = attempt_successes(tables, success, key=key, verdict=verdict)
     by = [by] if isinstance(by, str) else list(by)
     return proportions(frame.success, [frame[name] for name in by], frame.case)
 
@@ -95,17 +100,24 @@ def repeats(tables, # the tables of a tree, or `Scores`
             verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
            ) -> pd.DataFrame:
     "Per model and item (case, surface): the attempts `n` and the successes `c`."
-    frame = outcomes(tables, success, key=key, verdict=verdict)
+    frame = attempt_successes(tables, success, key=key, verdict=verdict)
     grouped = frame.groupby(["model", *ITEM], sort=True).success
     return pd.DataFrame({"n": grouped.size(), "c": grouped.sum().astype("int64")})
 
 # %% ../nbs/09_compare.ipynb #e25d6424
-def pass_at_k_estimate(n: int, c: int, k: int) -> float:
+def pass_at_k_estimate(n: int, # the attempts of the item
+                       c: int, # the successes among them
+                       k: int, # the number of tries
+                      ) -> float:
     "The unbiased pass@k of one item with `c` successes in `n` attempts: 1 - C(n-c, k)/C(n, k)."
     if n - c < k: return 1.0
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
-def pass_hat_k_estimate(n: int, c: int, k: int) -> float:
+# %% ../nbs/09_compare.ipynb #180639d7
+def pass_hat_k_estimate(n: int, # the attempts of the item
+                        c: int, # the successes among them
+                        k: int, # the number of tries
+                       ) -> float:
     "The unbiased pass^k of one item: C(c, k)/C(n, k), the chance that k tries drawn from the n all succeed."
     if c < k: return 0.0
     return float(np.prod((c - np.arange(k)) / (n - np.arange(k))))
@@ -113,6 +125,7 @@ def pass_hat_k_estimate(n: int, c: int, k: int) -> float:
 # %% ../nbs/09_compare.ipynb #92086a5c
 BOOTSTRAP_RESAMPLES = 2000  # resamples of a bootstrap interval
 
+# %% ../nbs/09_compare.ipynb #142a4635
 def _bootstrap_mean(values: np.ndarray, seed: int) -> tuple:
     "A seeded 95% percentile-bootstrap interval of the mean of `values` (NaN under two values, a point when all agree)."
     import scipy.stats
@@ -122,6 +135,7 @@ def _bootstrap_mean(values: np.ndarray, seed: int) -> tuple:
                                    rng=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
+# %% ../nbs/09_compare.ipynb #31e7458d
 def _per_model_k(items: pd.DataFrame, k: int, estimate, seed: int) -> pd.DataFrame:
     "`estimate(n, c, k)` per item of `repeats`, averaged per model over items with n >= k, with a bootstrap interval."
     if k < 1: raise ValueError(f"k must be 1 or more, not {k}")
@@ -134,6 +148,7 @@ def _per_model_k(items: pd.DataFrame, k: int, estimate, seed: int) -> pd.DataFra
                            cases=len(kept), left_out=len(part) - len(kept))
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
 
+# %% ../nbs/09_compare.ipynb #e4f13715
 def pass_at_k(tables, # the tables of a tree, or `Scores`
               k: int, # the number of tries
               success: Optional[pd.Series] = None, # a boolean per attempt; None: completed among the model's endings
@@ -144,6 +159,7 @@ def pass_at_k(tables, # the tables of a tree, or `Scores`
     "Per model: pass@k (one of k tries succeeds) over items with n >= k, its bootstrap interval, the items left out."
     return _per_model_k(repeats(tables, success, key=key, verdict=verdict), k, pass_at_k_estimate, seed)
 
+# %% ../nbs/09_compare.ipynb #ca574241
 def pass_hat_k(tables, # the tables of a tree, or `Scores`
                k: int, # the number of tries
                success: Optional[pd.Series] = None, # a boolean per attempt; None: completed among the model's endings
@@ -167,14 +183,36 @@ def consistency(tables, # the tables of a tree, or `Scores`
 
 # %% ../nbs/09_compare.ipynb #589dcf9f
 PERMUTATIONS = 9999  # resamples of the sign-flip permutation test (exact below this many sign patterns)
+
+# %% ../nbs/09_compare.ipynb #0f514ec6
 MCNEMAR, SIGN_FLIP = "McNemar exact", "sign-flip permutation"  # the tests a paired comparison runs
 
+# %% ../nbs/09_compare.ipynb #98997af7
+def _mcnemar(items: pd.DataFrame) -> tuple:
+    "`(counts, p_value)`: the 2x2 table of items with one attempt each, and McNemar's exact test of it."
+    from statsmodels.stats.contingency_tables import mcnemar
+    a, b = items.c_a.astype(bool), items.c_b.astype(bool)
+    counts = {"both": int((a & b).sum()), "only_a": int((a & ~b).sum()), "only_b": int((~a & b).sum()),
+              "neither": int((~a & ~b).sum())}
+    table = [[counts["both"], counts["only_a"]], [counts["only_b"], counts["neither"]]]
+    return counts, float(mcnemar(table, exact=True).pvalue)
+
+# %% ../nbs/09_compare.ipynb #cb85fec0
+def _sign_flip_p(difference: np.ndarray, seed: int) -> float:
+    "The p-value of a seeded sign-flip permutation test of the mean of the paired `difference`s (1.0 when all are 0)."
+    import scipy.stats
+    if not difference.any(): return 1.0
+    # in batches of resamples: the same draws and p-value as one batch, without a 9,999 x items array
+    test = scipy.stats.permutation_test((difference,), np.mean, permutation_type="samples", n_resamples=PERMUTATIONS,
+                                        vectorized=True, batch=1000, rng=np.random.default_rng(seed))
+    return float(test.pvalue)
+
+# %% ../nbs/09_compare.ipynb #34df5666
 def paired_test(items: pd.DataFrame, # one row per item: `n_a`, `c_a`, `n_b`, `c_b`, and its `case` (column or level)
                 seed: int = 0, # the permutation test's seed
                ) -> dict:
     "The mean paired difference of success rates (A - B) over `items`, its 95% interval, and its test and p-value."
     import scipy.stats
-    from statsmodels.stats.contingency_tables import mcnemar
     items = items.reset_index()
     difference = (items.c_a / items.n_a - items.c_b / items.n_b).to_numpy()
     result = dict(items=len(items), cases=items.case.nunique(),
@@ -183,17 +221,9 @@ def paired_test(items: pd.DataFrame, # one row per item: `n_a`, `c_a`, `n_b`, `c
     result.update(low=result["difference"] - Z95 * se, high=result["difference"] + Z95 * se, counts=None)
     if not len(items): return {**result, "test": None, "p_value": np.nan}
     if (items.n_a == 1).all() and (items.n_b == 1).all():
-        a, b = items.c_a.astype(bool), items.c_b.astype(bool)
-        counts = {"both": int((a & b).sum()), "only_a": int((a & ~b).sum()), "only_b": int((~a & b).sum()),
-                  "neither": int((~a & ~b).sum())}
-        table = [[counts["both"], counts["only_a"]], [counts["only_b"], counts["neither"]]]
-        return {**result, "counts": counts, "test": MCNEMAR, "p_value": float(mcnemar(table, exact=True).pvalue)}
-    if not difference.any(): return {**result, "test": SIGN_FLIP, "p_value": 1.0}
-    # in batches of resamples: the same draws and p-value as one batch,
-    # without a 9,999 x items array (4x faster on 1,600 items)
-    test = scipy.stats.permutation_test((difference,), np.mean, permutation_type="samples", n_resamples=PERMUTATIONS,
-                                        vectorized=True, batch=1000, rng=np.random.default_rng(seed))
-    return {**result, "test": SIGN_FLIP, "p_value": float(test.pvalue)}
+        counts, p_value = _mcnemar(items)
+        return {**result, "counts": counts, "test": MCNEMAR, "p_value": p_value}
+    return {**result, "test": SIGN_FLIP, "p_value": _sign_flip_p(difference, seed)}
 
 # %% ../nbs/09_compare.ipynb #cf47515c
 class ModelComparison(NamedTuple):
@@ -221,36 +251,46 @@ class ModelComparison(NamedTuple):
 
 # %% ../nbs/09_compare.ipynb #cadbe47f
 def _items(frame: pd.DataFrame, keys: list) -> pd.DataFrame:
-    "Attempts `n` and successes `c` per `keys` of an outcomes frame."
+    "Attempts `n` and successes `c` per `keys` of an `attempt_successes` frame."
     grouped = frame.groupby(keys, sort=True).success
     return pd.DataFrame({"n": grouped.size(), "c": grouped.sum().astype("int64")})
 
-def compare_models(tables, # the tables of a tree, or `Scores`
-                   a: str, # the first model's spec
-                   b: str, # the second model's spec
-                   success: Optional[pd.Series] = None, # a boolean per attempt; None: completed, or the verdict
-                   seed: int = 0, # the permutation test's seed
-                   *, key=None, # an answer key: success is then a verdict
-                   verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
-                  ) -> ModelComparison:
-    "Models `a` and `b` on the items (case, surface) both attempted: per-item rates, the paired difference, its test."
-    tables, success, label = success_of(tables, success, key, verdict)
-    frame = outcomes(tables, success)
-    missing = [m for m in (a, b) if m not in set(frame.model)]
-    if missing: raise ValueError(f"no counted attempt of {', '.join(map(repr, missing))}; "
-                                 f"the models are: {', '.join(sorted(set(frame.model)))}")
+# %% ../nbs/09_compare.ipynb #36539cfc
+def _paired_items(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    "Per item both `a` and `b` attempted: attempts `n_a`, `n_b`, successes `c_a`, `c_b`, rates and their difference."
     items = _items(frame[frame.model == a], ITEM).add_suffix("_a")
     items = items.join(_items(frame[frame.model == b], ITEM).add_suffix("_b"), how="inner")
     items["rate_a"], items["rate_b"] = items.c_a / items.n_a, items.c_b / items.n_b
     items["difference"] = items.rate_a - items.rate_b
+    return items
+
+# %% ../nbs/09_compare.ipynb #59e12249
+def compare_models(tables, # the tables of a tree (narrowed with `tables.where`), or `Scores`
+                   a: str, # model A, spelled as in the tables' `model` column
+                   b: str, # model B, compared with A on the items both attempted
+                   success: Optional[pd.Series] = None, # a boolean per attempt_key; None: completed, or the verdict
+                   seed: int = 0, # the seed of the sign-flip permutation test (run when an item has repeats)
+                   *, key=None, # an answer key (path, mapping or `AnswerKey`): success is then a verdict
+                   verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
+                  ) -> ModelComparison: # the per-item rates, the paired difference A - B, its interval and test
+    "Models `a` and `b` on the items (case, surface) both attempted: per-item rates, the paired difference, its test."
+    tables, success, label = _success_of(tables, success, key, verdict)
+    frame = attempt_successes(tables, success)
+    missing = [m for m in (a, b) if m not in set(frame.model)]
+    if missing: raise ValueError(f"no counted attempt of {', '.join(map(repr, missing))}; "
+                                 f"the models are: {', '.join(sorted(set(frame.model)))}")
+    items = _paired_items(frame, a, b)
     result = paired_test(items, seed)
     return ModelComparison(a, b, items, result["difference"], result["low"], result["high"], result["test"],
                            result["p_value"], result["counts"], label)
 
 # %% ../nbs/09_compare.ipynb #d89e18e0
 REGRESSION, IMPROVEMENT, NO_CHANGE = "regression", "improvement", "no change"  # the verdicts of a run comparison
+
+# %% ../nbs/09_compare.ipynb #9372093f
 SPENDING = ("cost", "tokens", "latency_ms")  # what compare_runs sets side by side per attempt, besides success
 
+# %% ../nbs/09_compare.ipynb #e47dd5e9
 class RunComparison(NamedTuple):
     "Two runs of the same cases: per model the paired change, Holm-corrected p-values, verdicts; per item the details."
     models: pd.DataFrame  # per model: successes and attempts before/after, difference, interval, test, p, verdict
@@ -276,56 +316,71 @@ class RunComparison(NamedTuple):
 
 # %% ../nbs/09_compare.ipynb #23376e2f
 def _per_item(frame: pd.DataFrame) -> pd.DataFrame:
-    "Per model and item of an outcomes frame: attempts, successes, and the mean of each of SPENDING per attempt."
+    "Per model and item of an `attempt_successes` frame: attempts, successes, and the mean of each of SPENDING."
     grouped = frame.groupby(["model", *ITEM], sort=True)
     return pd.DataFrame({"attempts": grouped.size(), "successes": grouped.success.sum().astype("int64"),
                          **{name: grouped[name].mean() for name in SPENDING}})
 
+# %% ../nbs/09_compare.ipynb #ca2a2c67
+def _run_items(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    "The items (per model) both runs' `_per_item` hold, before and after side by side, with the change in SPENDING."
+    items = old.add_prefix("before_").join(new.add_prefix("after_"), how="inner")
+    for name in SPENDING: items[f"{name}_change"] = items[f"after_{name}"] - items[f"before_{name}"]
+    return items
+
+# %% ../nbs/09_compare.ipynb #21fa0775
+def _model_change(part: pd.DataFrame, seed: int) -> dict:
+    "One model's paired items of two runs: its successes and attempts before and after, and the test of after - before."
+    test = paired_test(pd.DataFrame({"n_a": part.after_attempts, "c_a": part.after_successes,
+                                     "n_b": part.before_attempts, "c_b": part.before_successes}), seed)
+    sums = {name: int(part[name].sum())
+            for name in ("before_successes", "before_attempts", "after_successes", "after_attempts")}
+    return {**sums, **{name: test[name] for name in ("items", "cases", "difference", "low", "high", "test", "p_value")}}
+
+# %% ../nbs/09_compare.ipynb #43e9f3b4
 def _verdict(difference: float, p_holm: float, alpha: float) -> str:
     "What a corrected test at `alpha` says of a difference after - before."
     if not p_holm < alpha: return NO_CHANGE
     return REGRESSION if difference < 0 else IMPROVEMENT
 
+# %% ../nbs/09_compare.ipynb #160fb111
+def _model_changes(items: pd.DataFrame, alpha: float, seed: int) -> pd.DataFrame:
+    "Per model of `_run_items`: its paired change, the p-values corrected across models by Holm, and the verdict."
+    from statsmodels.stats.multitest import multipletests
+    rows = {model: _model_change(part, seed) for model, part in items.groupby(level="model", sort=True)}
+    columns = ["before_successes", "before_attempts", "after_successes", "after_attempts", "items", "cases",
+               "difference", "low", "high", "test", "p_value"]
+    models = pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("model")
+    models["p_holm"] = multipletests(models.p_value, method="holm")[1] if len(models) else []
+    models["verdict"] = [_verdict(d, p, alpha) for d, p in zip(models.difference, models.p_holm)]
+    return models
+
+# %% ../nbs/09_compare.ipynb #c7ff628f
 def _two_keys(key) -> tuple:
     "`(key_before, key_after)` from one key for both runs or a pair of them."
     pair = isinstance(key, (list, tuple)) and not isinstance(key, AnswerKey)
     if pair and len(key) != 2: raise ValueError(f"key: one answer key, or two (before, after), not {len(key)}")
     return tuple(key) if pair else (key, key)
 
-def compare_runs(before, # the earlier run (a tree, or `runs_of` one), or its `Scores`
-                 after, # the later run
-                 success_before: Optional[pd.Series] = None, # a boolean per attempt of `before`; None: completed
+# %% ../nbs/09_compare.ipynb #3cd14ea2
+def compare_runs(before, # the earlier run: its tables (a tree, or `runs_of` one), or its `Scores`
+                 after, # the later run, the same way
+                 success_before: Optional[pd.Series] = None, # a boolean per attempt_key of `before`; None: completed
                  success_after: Optional[pd.Series] = None, # the same for `after`
                  alpha: float = 0.05, # the level a change must reach, after Holm's correction across models
-                 seed: int = 0, # the permutation tests' seed
+                 seed: int = 0, # the seed of the sign-flip permutation tests
                  *, key=None, # an answer key for both runs, or a pair (before, after): success is then a verdict
                  verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
-                ) -> RunComparison:
+                ) -> RunComparison: # per model the change and its verdict; per item the details; new and gone items
     "Per model: the paired change in success from `before` to `after`, Holm-corrected verdicts; per item the details."
-    from statsmodels.stats.multitest import multipletests
     key_before, key_after = _two_keys(key)
-    before, success_before, label = success_of(before, success_before, key_before, verdict)
-    after, success_after, label_after = success_of(after, success_after, key_after, verdict)
+    before, success_before, label = _success_of(before, success_before, key_before, verdict)
+    after, success_after, label_after = _success_of(after, success_after, key_after, verdict)
     if label != label_after: raise ValueError(f"the runs count success differently: {label} and {label_after}")
-    old, new = _per_item(outcomes(before, success_before)), _per_item(outcomes(after, success_after))
-    items = old.add_prefix("before_").join(new.add_prefix("after_"), how="inner")
-    for name in SPENDING: items[f"{name}_change"] = items[f"after_{name}"] - items[f"before_{name}"]
-    rows = {}
-    for model, part in items.groupby(level="model", sort=True):
-        test = paired_test(pd.DataFrame({"n_a": part.after_attempts, "c_a": part.after_successes,
-                                         "n_b": part.before_attempts, "c_b": part.before_successes}), seed)
-        rows[model] = dict(before_successes=int(part.before_successes.sum()),
-                           before_attempts=int(part.before_attempts.sum()),
-                           after_successes=int(part.after_successes.sum()),
-                           after_attempts=int(part.after_attempts.sum()),
-                           **{name: test[name] for name in ("items", "cases", "difference", "low", "high", "test",
-                                                            "p_value")})
-    columns = ["before_successes", "before_attempts", "after_successes", "after_attempts", "items", "cases",
-               "difference", "low", "high", "test", "p_value"]
-    models = pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("model")
-    models["p_holm"] = multipletests(models.p_value, method="holm")[1] if len(models) else []
-    models["verdict"] = [_verdict(d, p, alpha) for d, p in zip(models.difference, models.p_holm)]
-    return RunComparison(models, items, new.loc[new.index.difference(old.index)],
+    old = _per_item(attempt_successes(before, success_before))
+    new = _per_item(attempt_successes(after, success_after))
+    items = _run_items(old, new)
+    return RunComparison(_model_changes(items, alpha, seed), items, new.loc[new.index.difference(old.index)],
                          old.loc[old.index.difference(new.index)], alpha, label)
 
 # %% ../nbs/09_compare.ipynb #4859607a
@@ -349,24 +404,30 @@ def _json_number(value):
     "A JSON-ready number (None when missing)."
     return None if value is None or pd.isna(value) else float(value)
 
+# %% ../nbs/09_compare.ipynb #0ddb0a56
 def _item_records(frame: pd.DataFrame, **columns) -> list:
     "Per row of an items frame: model, case and surface, and each of `columns` (name -> (successes, attempts) columns)."
     return [{"model": model, "case": case, "surface": surface,
              **{name: {"numerator": int(row[s]), "denominator": int(row[n])} for name, (s, n) in columns.items()}}
             for (model, case, surface), row in frame.iterrows()]
 
-def run_comparison_records(comparison: RunComparison) -> dict:
+# %% ../nbs/09_compare.ipynb #8272ada6
+def _model_record(model: str, row: pd.Series) -> dict:
+    "One model's row of `RunComparison.models` as JSON-ready data: before and after with Wilson intervals, the test."
+    sides = {}
+    for side in ("before", "after"):
+        n, d = row[f"{side}_successes"], row[f"{side}_attempts"]
+        sides[side] = proportion_record(n, d, *wilson(n, d))
+    return {"model": model, **sides, "items": int(row["items"]), "clusters": int(row.cases),
+            **{name: _json_number(row[name]) for name in ("difference", "low", "high")},
+            "test": row.test, "p_value": _json_number(row.p_value), "p_holm": _json_number(row.p_holm),
+            "verdict": row.verdict}
+
+# %% ../nbs/09_compare.ipynb #3dff2d1e
+def run_comparison_records(comparison: RunComparison, # what `compare_runs` found
+                          ) -> dict:
     "A `RunComparison` as JSON-ready data: `models` (each with its verdict), paired `cases`, `new` and `gone` items."
-    models = []
-    for model, row in comparison.models.iterrows():
-        sides = {}
-        for side in ("before", "after"):
-            n, d = row[f"{side}_successes"], row[f"{side}_attempts"]
-            sides[side] = proportion_record(n, d, *wilson(n, d))
-        models.append({"model": model, **sides, "items": int(row["items"]), "clusters": int(row.cases),
-                       **{name: _json_number(row[name]) for name in ("difference", "low", "high")},
-                       "test": row.test, "p_value": _json_number(row.p_value), "p_holm": _json_number(row.p_holm),
-                       "verdict": row.verdict})
+    models = [_model_record(model, row) for model, row in comparison.models.iterrows()]
     cases = _item_records(comparison.items, before=("before_successes", "before_attempts"),
                           after=("after_successes", "after_attempts"))
     for record, (_, row) in zip(cases, comparison.items.iterrows()):
@@ -374,6 +435,17 @@ def run_comparison_records(comparison: RunComparison) -> dict:
     return {"alpha": comparison.alpha, "success": comparison.success, "models": models, "cases": cases,
             "new": _item_records(comparison.new, after=("successes", "attempts")),
             "gone": _item_records(comparison.gone, before=("successes", "attempts"))}
+
+# %% ../nbs/09_compare.ipynb #92608b32
+def pareto_frontier(cost: pd.Series, # per row (a model): its cost, NaN when unknown
+                    rate: pd.Series, # per row: its success rate
+                   ) -> pd.Series:
+    "Whether each row is on the Pareto frontier of low `cost` and high `rate` (False where the cost is unknown)."
+    known = cost.notna()
+    def dominated(i):
+        better = known & (cost <= cost[i]) & (rate >= rate[i]) & ((cost < cost[i]) | (rate > rate[i]))
+        return bool(better.any())
+    return pd.Series([bool(known[i]) and not dominated(i) for i in cost.index], index=cost.index)
 
 # %% ../nbs/09_compare.ipynb #6c532463
 def _bootstrap_ratio(costs: np.ndarray, successes: np.ndarray, seed: int) -> tuple:
@@ -385,13 +457,16 @@ def _bootstrap_ratio(costs: np.ndarray, successes: np.ndarray, seed: int) -> tup
                                    n_resamples=BOOTSTRAP_RESAMPLES, rng=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
-def pareto_frontier(cost: pd.Series, rate: pd.Series) -> pd.Series:
-    "Whether each row is on the Pareto frontier of low `cost` and high `rate` (False where the cost is unknown)."
-    known = cost.notna()
-    def dominated(i):
-        better = known & (cost <= cost[i]) & (rate >= rate[i]) & ((cost < cost[i]) | (rate > rate[i]))
-        return bool(better.any())
-    return pd.Series([bool(known[i]) and not dominated(i) for i in cost.index], index=cost.index)
+# %% ../nbs/09_compare.ipynb #950c64c8
+def _model_spending(part: pd.DataFrame, seed: int) -> dict:
+    "One priced model's attempts: cost per attempt with its clustered interval, cost per success with its bootstrap one."
+    cost = part.cost
+    mean, se = cost.mean(), clustered_se(cost.fillna(0), part.case)
+    per_case = part.assign(cost=cost.fillna(0)).groupby("case")[["cost", "success"]].sum()
+    low, high = _bootstrap_ratio(per_case.cost.to_numpy(), per_case.success.to_numpy(float), seed)
+    return dict(cost_per_attempt=mean, cost_low=mean - Z95 * se, cost_high=mean + Z95 * se,
+                cost_per_success=cost.sum() / part.success.sum() if part.success.any() else np.nan,
+                per_success_low=low, per_success_high=high)
 
 # %% ../nbs/09_compare.ipynb #51091cda
 def cost_success(tables, # the tables of a tree, or `Scores`
@@ -401,18 +476,13 @@ def cost_success(tables, # the tables of a tree, or `Scores`
                  verdict: Optional[str] = None, # with a key or Scores: clean (default), completed or unaided
                 ) -> pd.DataFrame:
     "Per model: success rate and interval, cost per attempt and per success with intervals, and the Pareto frontier."
-    frame = outcomes(tables, success, key=key, verdict=verdict)
+    frame = attempt_successes(tables, success, key=key, verdict=verdict)
     result = proportions(frame.success, [frame.model], frame.case)[["numerator", "denominator", "rate", "low", "high"]]
     spending = ["cost_per_attempt", "cost_low", "cost_high", "cost_per_success", "per_success_low", "per_success_high"]
     result = result.reindex(columns=[*result.columns, *spending])
     for model, part in frame.groupby("model", sort=True):
-        cost = part.cost
-        if cost.isna().all(): continue
-        mean, se = cost.mean(), clustered_se(cost.fillna(0), part.case)
-        per_case = part.assign(cost=cost.fillna(0)).groupby("case")[["cost", "success"]].sum()
-        result.loc[model, ["cost_per_attempt", "cost_low", "cost_high"]] = [mean, mean - Z95 * se, mean + Z95 * se]
-        result.loc[model, "cost_per_success"] = cost.sum() / part.success.sum() if part.success.any() else np.nan
-        result.loc[model, ["per_success_low", "per_success_high"]] = _bootstrap_ratio(
-            per_case.cost.to_numpy(), per_case.success.to_numpy(float), seed)
+        if part.cost.isna().all(): continue
+        row = _model_spending(part, seed)
+        result.loc[model, list(row)] = list(row.values())
     result["pareto"] = pareto_frontier(result.cost_per_attempt, result.rate)
     return result

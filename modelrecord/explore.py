@@ -22,7 +22,7 @@ from itables import JavascriptFunction
 from itables.widget import ITable
 
 from . import plots
-from .compare import ModelComparison, RunComparison, compare_models, compare_runs, outcomes, verdict_success
+from .compare import ModelComparison, RunComparison, attempt_successes, compare_models, compare_runs, verdict_success
 from .formatting import count_text, ms_text, plural, share_text, usd_column, usd_decimals, usd_text
 from .live import LiveTree, file_stamp
 from .reader import ShardError, read_shard
@@ -746,7 +746,7 @@ def _success(scores) -> Optional[pd.Series]:
 # links per side of an item, and items, a Compare view lists (a big tree has thousands)
 _LINKS_SHOWN, _ITEMS_SHOWN = 12, 200
 
-def _links(rows: pd.DataFrame,  # `outcomes` rows (by attempt_key), with the attempt id
+def _links(rows: pd.DataFrame,  # `attempt_successes` rows (by attempt_key), with the attempt id
            side: str,  # "this": attempts of the loaded tree; "other": of the second tree
            shown: int = _LINKS_SHOWN,  # how many of an item are linked; the rest are counted
           ) -> dict:
@@ -787,7 +787,7 @@ def _cut(items: int) -> str:
 
 # %% ../nbs/13_explore.ipynb #a0bcf398
 def _models_html(comparison: ModelComparison,  # `compare_models` of the filtered attempts
-                 rows: pd.DataFrame,  # the `outcomes` of those attempts, with their attempt ids
+                 rows: pd.DataFrame,  # the `attempt_successes` of those attempts, with their attempt ids
                  success: str,  # what counted as success, in words
                 ) -> str:
     "Two models compared: the paired difference, its test and p-value, the 2x2 table, the items they disagree on."
@@ -825,7 +825,7 @@ def _models_html(comparison: ModelComparison,  # `compare_models` of the filtere
 
 # %% ../nbs/13_explore.ipynb #9f8c0f65
 def _runs_html(comparison: RunComparison,  # `compare_runs(before=the second tree, after=this one)`
-               before: pd.DataFrame,  # the `outcomes` of the second tree's attempts compared, with their attempt ids
+               before: pd.DataFrame,  # the `attempt_successes` of the second tree's attempts compared, with their attempt ids
                after: pd.DataFrame,  # the same of this tree's
                success: str,  # what counted as success, in words
               ) -> str:
@@ -931,7 +931,7 @@ def _compared_models(explorer: Explorer) -> str:
     if a == b: return styled('<p class="mr-note">Choose two different models.</p>')
     success = _success(self.scores)
     comparison = compare_models(self.filtered, a, b, success=success)
-    rows = outcomes(self.filtered, success).join(self.filtered.attempts.attempt)
+    rows = attempt_successes(self.filtered, success).join(self.filtered.attempts.attempt)
     return _models_html(comparison, rows, _success_text(self))
 
 # %% ../nbs/13_explore.ipynb #a8a18e16
@@ -945,8 +945,8 @@ def _compared_trees(explorer: Explorer) -> str:
     before, after = other.tables.where(**shared), self.filtered
     success_before, success_after = _success(self.other_scores), _success(self.scores)
     comparison = compare_runs(before, after, success_before, success_after)
-    return _runs_html(comparison, outcomes(before, success_before).join(before.attempts.attempt),
-                      outcomes(after, success_after).join(after.attempts.attempt), _success_text(self))
+    return _runs_html(comparison, attempt_successes(before, success_before).join(before.attempts.attempt),
+                      attempt_successes(after, success_after).join(after.attempts.attempt), _success_text(self))
 
 # %% ../nbs/13_explore.ipynb #59cf336f
 def _draw_compare(explorer: Explorer):

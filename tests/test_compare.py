@@ -16,8 +16,8 @@ from statsmodels.stats.proportion import proportion_confint
 
 from modelrecord.cli import main
 from modelrecord.compare import (
-    MCNEMAR, NO_CHANGE, REGRESSION, SIGN_FLIP, VERDICTS, compare_models, compare_runs, consistency, cost_success,
-    outcomes, paired_test, pass_at_k, pass_at_k_estimate, pass_hat_k, pass_hat_k_estimate, rates, repeats,
+    MCNEMAR, NO_CHANGE, REGRESSION, SIGN_FLIP, VERDICTS, attempt_successes, compare_models, compare_runs, consistency,
+    cost_success, paired_test, pass_at_k, pass_at_k_estimate, pass_hat_k, pass_hat_k_estimate, rates, repeats,
     run_comparison_records, runs_of, verdict_success)
 from modelrecord.sample import EXAMPLE_RUNS, example_runs, write_tree
 from modelrecord.score import PROPORTIONS, published_table, score, table_text
@@ -166,7 +166,7 @@ def test_sign_flip_is_exact_for_few_items():
 def test_compare_models_pairs_only_shared_items(runs):
     before, _ = runs
     result = compare_models(before, SONNET, GEMINI)
-    frame = outcomes(before)
+    frame = attempt_successes(before)
     shared = (set(map(tuple, frame[frame.model == SONNET][["case", "surface"]].values))
               & set(map(tuple, frame[frame.model == GEMINI][["case", "surface"]].values)))
     assert set(result.items.index) == shared
@@ -239,7 +239,7 @@ def test_cost_success(runs):
     before, _ = runs
     spend = cost_success(before)
     priced = spend.dropna(subset=["cost_per_attempt"])
-    frame = outcomes(before)
+    frame = attempt_successes(before)
     for model, row in priced.iterrows():
         part = frame[frame.model == model]
         assert np.isclose(row.cost_per_attempt, part.cost.mean())
@@ -330,9 +330,9 @@ def test_a_completed_but_wrong_attempt_is_a_failure_with_a_key(scored_runs):
     before = scored_runs[0]
     wrong = completed_but_wrong(before)
     assert len(wrong) > 0
-    assert outcomes(before.tables).success[wrong].all()  # without a key: a success
+    assert attempt_successes(before.tables).success[wrong].all()  # without a key: a success
     for verdict in VERDICTS:
-        assert not outcomes(before, verdict=verdict).success[wrong].any(), verdict
+        assert not attempt_successes(before, verdict=verdict).success[wrong].any(), verdict
         assert not verdict_success(before, verdict)[wrong].any()
     # the same through the key itself, and in the per-item counts the tests run on
     by_key = repeats(before.tables, key=example_runs()[0] / "key.json")

@@ -536,7 +536,7 @@ SONNET, PERFECT, GPT = "anthropic:claude-sonnet-4;effort=high", "fake:perfect", 
 
 
 def test_the_compare_tab_compares_two_models(fresh, tables):
-    from modelrecord.compare import compare_models, outcomes
+    from modelrecord.compare import attempt_successes, compare_models
     fresh.show_tab("Compare")
     models = sorted(tables.attempts.model.astype(str).unique())
     assert (fresh.compare_a.options, fresh.compare_a.value, fresh.compare_b.value) == (tuple(models), models[0], models[1])
@@ -550,7 +550,7 @@ def test_the_compare_tab_compares_two_models(fresh, tables):
     shown = [float(re.findall(r"<td>([+-][0-9.]+)</td>", row)[0]) for row in table.split("<tr>")[2:]]  # A - B, in points
     assert [abs(x) for x in shown] == sorted((abs(x) for x in shown), reverse=True)  # most discordant first
     (case, surface), _ = next(expected.disagreements.iterrows())
-    rows = outcomes(tables)
+    rows = attempt_successes(tables)
     wanted = [f"this:{key}" for model in (SONNET, PERFECT)
               for key in rows.index[(rows.model == model) & (rows.case == case) & (rows.surface == surface)]]
     assert links(view)[:len(wanted)] == wanted  # the first item's conversations, A's then B's
