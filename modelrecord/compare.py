@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['VERDICTS', 'ITEM', 'BOOTSTRAP_RESAMPLES', 'PERMUTATIONS', 'MCNEMAR', 'SIGN_FLIP', 'REGRESSION', 'IMPROVEMENT',
-           'NO_CHANGE', 'SPENDING', 'verdict_success', 'attempt_successes', 'rates', 'repeats', 'pass_at_k_estimate',
-           'pass_hat_k_estimate', 'pass_at_k', 'pass_hat_k', 'consistency', 'paired_test', 'ModelComparison',
-           'compare_models', 'RunComparison', 'compare_runs', 'runs_of', 'run_comparison_records', 'pareto_frontier',
-           'cost_success']
+           'NO_CHANGE', 'TOO_FEW', 'SPENDING', 'verdict_success', 'attempt_successes', 'rates', 'repeats',
+           'pass_at_k_estimate', 'pass_hat_k_estimate', 'pass_at_k', 'pass_hat_k', 'consistency', 'paired_test',
+           'ModelComparison', 'compare_models', 'RunComparison', 'compare_runs', 'runs_of', 'run_comparison_records',
+           'pareto_frontier', 'cost_success']
 
 # %% ../nbs/09_compare.ipynb #4ba8fdbb
 from typing import NamedTuple, Optional, Union
@@ -17,6 +17,7 @@ import pandas as pd
 
 from .record import ENDED_COMPLETED, MODEL_ENDINGS, TOKEN_CATEGORIES
 from .score import OUTCOME_COMPLETED, SCORED_OUTCOMES, AnswerKey, Scores, load_key, score
+from .formatting import p_text, points_interval_text, points_text
 from .summary import Z95, attempt_totals, clustered_se, proportion_record, proportions, wilson
 from .tables import Tables
 
@@ -211,7 +212,7 @@ def _sign_flip_p(difference: np.ndarray, seed: int) -> float:
 def paired_test(items: pd.DataFrame, # one row per item: `n_a`, `c_a`, `n_b`, `c_b`, and its `case` (column or level)
                 seed: int = 0, # the permutation test's seed
                ) -> dict:
-    "The mean paired difference of success rates (A - B) over `items`, its 95% interval, and its test and p-value."
+    "The mean paired difference of success rates (A - B) over `items`, its 95% interval, and its test and p-value (none under two items)."
     import scipy.stats
     items = items.reset_index()
     difference = (items.c_a / items.n_a - items.c_b / items.n_b).to_numpy()
@@ -223,7 +224,13 @@ def paired_test(items: pd.DataFrame, # one row per item: `n_a`, `c_a`, `n_b`, `c
     if (items.n_a == 1).all() and (items.n_b == 1).all():
         counts, p_value = _mcnemar(items)
         return {**result, "counts": counts, "test": MCNEMAR, "p_value": p_value}
+    if len(items) < 2: return {**result, "test": None, "p_value": np.nan}  # one item: nothing to permute
     return {**result, "test": SIGN_FLIP, "p_value": _sign_flip_p(difference, seed)}
+
+# %% ../nbs/09_compare.ipynb #cdb681cb
+def _test_text(test: Optional[str], p_value: float) -> str:
+    "A paired test and its p-value as a clause (`sign-flip permutation p = 0.021`), or `no test`."
+    return "no test" if test is None or pd.isna(test) else f"{test} {p_text(p_value)}"
 
 # %% ../nbs/09_compare.ipynb #cf47515c
 class ModelComparison(NamedTuple):
@@ -246,7 +253,8 @@ class ModelComparison(NamedTuple):
     def __repr__(self):
         cases = self.items.index.get_level_values("case").nunique()
         parts = [f"{self.a} - {self.b} on {len(self.items)} items ({cases} cases), success = {self.success}:",
-                 f"{self.difference:+.3f} [{self.low:+.3f}, {self.high:+.3f}], {self.test} p = {self.p_value:.3g}"]
+                 f"{points_text(self.difference)} points {points_interval_text(self.low, self.high)}, "
+                 f"{_test_text(self.test, self.p_value)}"]
         return " ".join(parts) + (f"; {self.counts}" if self.counts else "")
 
 # %% ../nbs/09_compare.ipynb #cadbe47f
@@ -285,7 +293,8 @@ def compare_models(tables, # the tables of a tree (narrowed with `tables.where`)
                            result["p_value"], result["counts"], label)
 
 # %% ../nbs/09_compare.ipynb #d89e18e0
-REGRESSION, IMPROVEMENT, NO_CHANGE = "regression", "improvement", "no change"  # the verdicts of a run comparison
+# the verdicts of a run comparison; TOO_FEW: a model whose paired items cannot be tested (one item tried several times)
+REGRESSION, IMPROVEMENT, NO_CHANGE, TOO_FEW = "regression", "improvement", "no change", "not enough paired items"
 
 # %% ../nbs/09_compare.ipynb #9372093f
 SPENDING = ("cost", "tokens", "latency_ms")  # what compare_runs sets side by side per attempt, besides success
@@ -308,10 +317,11 @@ class RunComparison(NamedTuple):
                  f"{len(self.gone)} gone; "
                  f"success = {self.success}; Holm-corrected at alpha = {self.alpha}:"]
         for model, row in self.models.iterrows():
-            lines.append(f"  {model}: {row.before_successes}/{row.before_attempts} -> "
-                         f"{row.after_successes}/{row.after_attempts}, {row.difference:+.3f} "
-                         f"[{row.low:+.3f}, {row.high:+.3f}], {row.test} p = {row.p_value:.3g}, "
-                         f"Holm {row.p_holm:.3g}: {row.verdict}")
+            holm = "" if pd.isna(row.p_holm) else f", Holm-corrected {p_text(row.p_holm)}"
+            lines.append(f"  {model}: {row.before_successes:,}/{row.before_attempts:,} -> "
+                         f"{row.after_successes:,}/{row.after_attempts:,}, {points_text(row.difference)} points "
+                         f"{points_interval_text(row.low, row.high)}, {_test_text(row.test, row.p_value)}{holm}: "
+                         f"{row.verdict}")
         return "\n".join(lines)
 
 # %% ../nbs/09_compare.ipynb #23376e2f
@@ -340,18 +350,21 @@ def _model_change(part: pd.DataFrame, seed: int) -> dict:
 # %% ../nbs/09_compare.ipynb #43e9f3b4
 def _verdict(difference: float, p_holm: float, alpha: float) -> str:
     "What a corrected test at `alpha` says of a difference after - before."
+    if pd.isna(p_holm): return TOO_FEW
     if not p_holm < alpha: return NO_CHANGE
     return REGRESSION if difference < 0 else IMPROVEMENT
 
 # %% ../nbs/09_compare.ipynb #160fb111
 def _model_changes(items: pd.DataFrame, alpha: float, seed: int) -> pd.DataFrame:
-    "Per model of `_run_items`: its paired change, the p-values corrected across models by Holm, and the verdict."
+    "Per model of `_run_items`: its paired change, the p-values corrected by Holm across the models tested, and the verdict."
     from statsmodels.stats.multitest import multipletests
     rows = {model: _model_change(part, seed) for model, part in items.groupby(level="model", sort=True)}
     columns = ["before_successes", "before_attempts", "after_successes", "after_attempts", "items", "cases",
                "difference", "low", "high", "test", "p_value"]
     models = pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis("model")
-    models["p_holm"] = multipletests(models.p_value, method="holm")[1] if len(models) else []
+    models["p_holm"] = np.nan
+    tested = models.p_value.notna()  # Holm over the tests that ran: an untested model is no hypothesis
+    if tested.any(): models.loc[tested, "p_holm"] = multipletests(models.p_value[tested], method="holm")[1]
     models["verdict"] = [_verdict(d, p, alpha) for d, p in zip(models.difference, models.p_holm)]
     return models
 
@@ -449,13 +462,15 @@ def pareto_frontier(cost: pd.Series, # per row (a model): its cost, NaN when unk
 
 # %% ../nbs/09_compare.ipynb #6c532463
 def _bootstrap_ratio(costs: np.ndarray, successes: np.ndarray, seed: int) -> tuple:
-    "A seeded 95% percentile-bootstrap interval of sum(costs) / sum(successes), resampling clusters."
+    "A seeded 95% percentile-bootstrap interval of sum(costs) / sum(successes), resampling clusters (NaN when unbounded)."
     import scipy.stats
     if len(costs) < 2 or successes.sum() == 0: return float("nan"), float("nan")
     ratio = lambda c, s: c.sum() / s.sum() if s.sum() else np.inf
-    result = scipy.stats.bootstrap((costs, successes), ratio, paired=True, vectorized=False, method="percentile",
-                                   n_resamples=BOOTSTRAP_RESAMPLES, rng=np.random.default_rng(seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    with np.errstate(invalid="ignore"):  # resamples without a success are inf, and their spread NaN
+        result = scipy.stats.bootstrap((costs, successes), ratio, paired=True, vectorized=False, method="percentile",
+                                       n_resamples=BOOTSTRAP_RESAMPLES, rng=np.random.default_rng(seed))
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return (low, high) if np.isfinite(high) else (float("nan"), float("nan"))  # resamples without a success: unbounded
 
 # %% ../nbs/09_compare.ipynb #950c64c8
 def _model_spending(part: pd.DataFrame, seed: int) -> dict:

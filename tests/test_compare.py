@@ -475,3 +475,37 @@ def test_score_table_is_the_same_from_counts_per_case(scored_runs):
     halves = [per_case.iloc[::2], per_case.iloc[1::2]]  # counts added up from two parts, as Dask would
     added = pd.concat(halves).groupby(level=[0, 1, 2], dropna=False).sum()
     pd.testing.assert_frame_equal(published_table(added), scores.table(by))
+
+
+# A model that cannot be tested does not stop the others (issue 28)
+
+def _one_item_for(tables, model: str, case: str, surface: str):
+    "The tables with `model` narrowed to the attempts of one item (`case` on `surface`), its repeats kept."
+    attempts = tables.attempts
+    keep = (attempts.model != model) | ((attempts.case == case) & (attempts.surface == surface))
+    return tables.where(keep.to_numpy())
+
+
+def test_a_model_with_one_paired_item_is_not_enough_and_the_others_are_compared(runs):
+    from modelrecord.compare import TOO_FEW
+    items = [set(map(tuple, t.attempts[t.attempts.model == SONNET][["case", "surface"]].to_numpy())) for t in runs]
+    case, surface = sorted(items[0] & items[1])[0]
+    before, after = (_one_item_for(tables, SONNET, case, surface) for tables in runs)
+    assert (after.attempts.model == SONNET).sum() > 1  # one item, tried several times
+    result = compare_runs(before, after)
+    sonnet = result.models.loc[SONNET]
+    assert sonnet["items"] == 1 and pd.isna(sonnet.test) and np.isnan(sonnet.p_value) and np.isnan(sonnet.p_holm)
+    assert sonnet.verdict == TOO_FEW and result.regressions == [GEMINI]
+    tested = result.models.drop(index=SONNET)
+    assert np.allclose(tested.p_holm, multipletests(tested.p_value, method="holm")[1])  # corrected among the tested only
+    assert "not enough paired items" in repr(result) and "nan" not in repr(result)
+
+
+def test_cost_per_success_with_one_success_is_unknown_not_infinite(runs):
+    tables = runs[0]
+    success = pd.Series(False, index=tables.attempts.index)
+    priced = tables.attempts[tables.attempts.model == SONNET].index
+    success[priced[0]] = True
+    row = cost_success(tables, success).loc[SONNET]
+    assert np.isfinite(row.cost_per_success) and np.isnan(row.per_success_high) and np.isnan(row.per_success_low)
+    assert not np.isinf(cost_success(tables, success).select_dtypes("number").to_numpy(float)).any()
