@@ -28,7 +28,11 @@ from .record import (
 # %% ../nbs/01_reader.ipynb #1b628888
 class ShardError(ValueError):
     "A shard, or a line of one, that cannot be read: where it is and what is wrong."
-    def __init__(self, path, line: Optional[int], field: Optional[str], why: str):
+    def __init__(self, path, # the shard file (or the tree) refused
+                 line: Optional[int], # the line's number in the file, blank lines counted (None: the whole file)
+                 field: Optional[str], # the field, in its JSON spelling (None: the whole line)
+                 why: str, # what is wrong, in words a person can act on
+                ):
         self.path, self.line, self.field, self.why = str(path), line, field, why
         super().__init__(str(self))
     def __str__(self):
@@ -393,8 +397,8 @@ def paused_gc():
 # %% ../nbs/01_reader.ipynb #b7932a85
 class Shard(msgspec.Struct, gc=False):
     "One shard file read back: where it was, and every record it held, in file order."
-    path: str
-    records: list
+    path: str  # the file, as it was opened
+    records: list  # every record it held, in file order
     root: str = ""  # the tree it was read from ("": it was read alone)
 
     @property

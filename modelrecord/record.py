@@ -116,7 +116,9 @@ class GoTime(dt.datetime):
     def nanosecond(self) -> int: "The nanoseconds below the microsecond, 0 to 999."; return self._nanosecond
 
     @classmethod
-    def of(cls, moment: dt.datetime, nanosecond: Optional[int] = None) -> "GoTime":
+    def of(cls, moment: dt.datetime, # any `datetime`, a `GoTime` too
+           nanosecond: Optional[int] = None, # the nanoseconds below its microsecond (None: `moment`'s own)
+          ) -> "GoTime":
         "The `GoTime` of `moment` (any `datetime`), with `nanosecond` below its microsecond (default: `moment`'s own)."
         if nanosecond is None: nanosecond = getattr(moment, "nanosecond", 0)
         return cls(moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
@@ -171,7 +173,9 @@ class GoTime(dt.datetime):
 _JSON_NAMES = {int: "int", float: "float", bool: "bool", type(None): "null", list: "array", dict: "object"}
 
 # %% ../nbs/00_record.ipynb #dd08a106
-def decode_hook(kind: type, value):
+def decode_hook(kind: type, # the type the decoder asks for (a shard's own is `GoTime`)
+                value, # the JSON value it read: for a time, its RFC 3339 string
+               ):
     "The JSON decoder's `dec_hook` for the record types: an RFC 3339 string into a `GoTime`."
     if kind is not GoTime: raise TypeError(f"a {kind.__name__} is not a value of a shard line")
     if not isinstance(value, str):
@@ -314,7 +318,9 @@ def mask_surrogates(data: bytes) -> tuple[bytes, dict[bytes, bytes]]:
     return b"".join(pieces), {stand_in: escape for escape, stand_in in stand_ins.items()}
 
 # %% ../nbs/00_record.ipynb #e2d80db8
-def unmask_surrogates(data: bytes, originals: dict[bytes, bytes]) -> bytes:
+def unmask_surrogates(data: bytes, # text `mask_surrogates` masked, or JSON made of it
+                      originals: dict[bytes, bytes], # `{stand-in: escape}`, as `mask_surrogates` gave it
+                     ) -> bytes:
     "`data` with each stand-in of `mask_surrogates` swapped back for the escape it replaced (`originals`)."
     for stand_in, escape in originals.items(): data = data.replace(stand_in, escape)
     return data
@@ -481,9 +487,10 @@ def line_problem(line) -> Optional[tuple[str, str]]:
 _PAIRED = {Attempt: ("session", "ended_by", "reason"), Verify: ("passed", "detail")}  # what rules of two fields read
 
 # %% ../nbs/00_record.ipynb #770254b3
-def first_line_problem(lines: list, columns: Optional[dict] = None) -> Optional[tuple[int, tuple[str, str]]]:
-    ("`(position, (field, why))` of the first of `lines` (payloads of one type) that breaks a rule `line_problem` "
-     "checks, or None; `columns` (attribute -> a value per line) saves reading fields again.")
+def first_line_problem(lines: list, # payloads of one line type, in file order
+                       columns: Optional[dict] = None, # attribute -> a value per line, for fields already read
+                      ) -> Optional[tuple[int, tuple[str, str]]]:
+    "`(position, (field, why))` of the first of `lines` that breaks a rule `line_problem` checks, or None."
     if not lines: return None
     kind, columns = type(lines[0]), columns or {}
     column = lambda name: columns[name] if name in columns else tuple(map(operator.attrgetter(name), lines))
@@ -559,7 +566,9 @@ def refused_outcome(reason: str) -> str:
 # %% ../nbs/00_record.ipynb #da390ee4
 class EncodeError(ValueError):
     "A value that cannot be written as a shard line, and the field (JSON spelling) that holds it."
-    def __init__(self, field: str, why: str):
+    def __init__(self, field: str, # where the value is, in its JSON spelling (`turn.blocks[0].arguments`)
+                 why: str, # why it cannot be written
+                ):
         super().__init__(f"{field}: {why}")
         self.field, self.why = field, why
 

@@ -321,8 +321,10 @@ class Writer(_ShardWriter):
         else: state = f"{len(self._shard.seen)} lines in {self.shard}" if self._shard else "no shard yet"
         return f"Writer({self.directory!r}: {state})"
 
-    def write(self, *lines, report: Optional[Report] = None) -> None:
-        "Append each line (a `Record`, `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`); problems to `report`."
+    def write(self, *lines, # each a `Record`, `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`
+              report: Optional[Report] = None, # called with each problem's message (None: issued as a `RecordWarning`)
+             ) -> None:
+        "Append each line not written before; a recording problem goes to `report`, never raised."
         if not self.directory: return
         if self._pid != os.getpid(): self._after_fork()
         if self._stopped: return
