@@ -28,7 +28,11 @@ from .record import (
 # %% ../nbs/01_reader.ipynb #1b628888
 class ShardError(ValueError):
     "A shard, or a line of one, that cannot be read: where it is and what is wrong."
-    def __init__(self, path, line: Optional[int], field: Optional[str], why: str):
+    def __init__(self, path, # the shard file (or the tree) refused
+                 line: Optional[int], # the line's number in the file, blank lines counted (None: the whole file)
+                 field: Optional[str], # the field, in its JSON spelling (None: the whole line)
+                 why: str, # what is wrong, in words a person can act on
+                ):
         self.path, self.line, self.field, self.why = str(path), line, field, why
         super().__init__(str(self))
     def __str__(self):
@@ -41,6 +45,7 @@ def is_shard_name(name: str) -> bool:
     "Whether a file called `name` is a shard."
     return name.startswith(SHARD_PREFIX) and name.endswith(SHARD_SUFFIX)
 
+# %% ../nbs/01_reader.ipynb #20db3a08
 def _walk(directory: str, found: list):
     "Append the entries named like shards under `directory` to `found`, in sorted order, depth first."
     with os.scandir(directory) as entries:
@@ -48,6 +53,7 @@ def _walk(directory: str, found: list):
             if entry.is_dir(follow_symlinks=False): _walk(entry.path, found)
             elif is_shard_name(entry.name): found.append(entry.path)  # a regular file or not: reading it says
 
+# %% ../nbs/01_reader.ipynb #d8332d27
 def shard_paths(path) -> list[str]:
     "The shard files of `path` (a shard file, or a directory read recursively), in walk order."
     path = os.fspath(path)
@@ -66,19 +72,25 @@ def shard_paths(path) -> list[str]:
 _VOCABULARIES = {"ended_by": ("an ending", ENDINGS), "status": ("a turn status", TURN_STATUSES),
                  "kind": ("a block kind", BLOCK_KINDS), "type": ("a line type", LINE_TYPES),
                  "outcome": ("an outcome", OUTCOMES + (OUTCOME_REFUSED_PREFIX + "<reason>",))}
-_MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<at>[^`]*)`)?$", re.S)
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[\.\.\.\]")
 
+# %% ../nbs/01_reader.ipynb #bb28a54f
+_MESSAGE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<at>[^`]*)`)?$", re.S)  # msgspec's sentence, and where
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[\.\.\.\]")  # one step of its path: .key, [index] or [...]
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a key a field path shows bare
+
+# %% ../nbs/01_reader.ipynb #8caa12b9
 class _Numeral(str):
     "A JSON number too large for a Python int or float, kept as its text; shown by its head and its length."
     def __repr__(self): return str(self) if len(self) <= 24 else f"{self[:12]}... ({len(self.lstrip('-'))} digits)"
 
+# %% ../nbs/01_reader.ipynb #6c044055
 def _read_number(text: str):
     "A JSON number as Python reads it, or as a `_Numeral` when it is too long or too large to convert."
     if len(text) > 40: return _Numeral(text)
     number = float(text) if any(c in text for c in ".eE") else int(text)
     return number if number not in (float("inf"), float("-inf")) else _Numeral(text)
 
+# %% ../nbs/01_reader.ipynb #8262f22b
 def _reparsed(line: bytes):
     "`line` parsed again: by msgspec, else by Python's `json` (lone surrogates, long numbers); `...` when neither can."
     try: return msgspec.json.decode(line)
@@ -86,6 +98,7 @@ def _reparsed(line: bytes):
     try: return json.loads(line, parse_int=_read_number, parse_float=_read_number)
     except (ValueError, RecursionError): return ...
 
+# %% ../nbs/01_reader.ipynb #1525451b
 def _value_at(line: bytes, at: str) -> tuple:
     "`(value, field)`: the value at msgspec's path `at` (`.turn.blocks[0].kind`) of `line`, `...` when it is not there."
     field = at.lstrip(".")
@@ -103,43 +116,42 @@ def _value_at(line: bytes, at: str) -> tuple:
         except (KeyError, IndexError, TypeError, AttributeError, StopIteration): return ..., field
     return value, named.lstrip(".")
 
+# %% ../nbs/01_reader.ipynb #b542196a
 def _shown(value) -> str:
     "A short rendering of a value for a message."
     if value is ...: return "<not shown: the line nests too deep to parse again>"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
+# %% ../nbs/01_reader.ipynb #f820873b
 def _spelled(key: str) -> str:
     "A key as a field path shows it: bare when it is a plain name, else quoted as in the file (`\"\"`)."
     return key if _NAME.fullmatch(key) else msgspec.json.encode(key).decode()
 
-# %% ../nbs/01_reader.ipynb #990486db
-def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str], str]:
-    "`(field, why)` for a line the typed decoder refused with `failure`."
-    match = _MESSAGE.match(str(failure))
-    what, at = match["what"], (match["at"] or "")
-    field = at.lstrip(".") or None
-    if unknown := re.fullmatch(r"Object contains unknown field `(.*)`", what, re.S):
-        name = unknown[1]
-        if field is None and name in LINE_TYPES:
-            line_type = _value_at(line, ".type")[0]
-            if line_type in LINE_TYPES and _value_at(line, "." + line_type)[0] is ...:
-                return name, (f"is a {name!r} payload on a {line_type!r} line, which carries its {line_type!r} "
-                              "payload and no other")
-            return name, f"is a second payload: a {line_type!r} line carries exactly one payload, its {line_type!r}"
-        name = _spelled(name)
-        why = "is not a field of this line: unknown fields are refused (written by another schema?)"
-        return (f"{field}.{name}" if field else name), why
-    if missing := re.fullmatch(r"Object missing required field `(.*)`", what):
-        name = missing[1]
-        if field: return f"{field}.{name}", f"is missing, but a {_STEP.split(field, 1)[0]} line must carry it"
-        if name == "type": return name, "is missing: every line names its type"
-        if name == "schema": return name, f"is missing: every line carries \"schema\": {SCHEMA_VERSION}"
-        return name, f"is missing: a {name!r} line carries its {name!r} payload"
-    value, field = _value_at(line, at)
-    field = field or None
+# %% ../nbs/01_reader.ipynb #c2f1195b
+def _unknown_field(name: str, field: Optional[str], line: bytes) -> tuple[str, str]:
+    "`(field, why)` for the unknown key `name` in the object at `field` (None: the envelope) of `line`."
+    if field is None and name in LINE_TYPES:
+        line_type = _value_at(line, ".type")[0]
+        if line_type in LINE_TYPES and _value_at(line, "." + line_type)[0] is ...:
+            return name, (f"is a {name!r} payload on a {line_type!r} line, which carries its {line_type!r} "
+                          "payload and no other")
+        return name, f"is a second payload: a {line_type!r} line carries exactly one payload, its {line_type!r}"
+    name = _spelled(name)
+    why = "is not a field of this line: unknown fields are refused (written by another schema?)"
+    return (f"{field}.{name}" if field else name), why
+
+# %% ../nbs/01_reader.ipynb #911a5bf8
+def _missing_field(name: str, field: Optional[str]) -> tuple[str, str]:
+    "`(field, why)` for the required key `name` missing from the object at `field` (None: the envelope)."
+    if field: return f"{field}.{name}", f"is missing, but a {_STEP.split(field, 1)[0]} line must carry it"
+    if name == "type": return name, "is missing: every line names its type"
+    if name == "schema": return name, f"is missing: every line carries \"schema\": {SCHEMA_VERSION}"
+    return name, f"is missing: a {name!r} line carries its {name!r} payload"
+
+# %% ../nbs/01_reader.ipynb #ba5e13c5
+def _bad_value(what: str, value, field: Optional[str]) -> tuple[Optional[str], str]:
+    "`(field, why)` for the `value` at `field` that msgspec refused saying `what`."
     last = field.rsplit(".", 1)[-1] if field else ""
     if what in ("Number out of range", "Integer value out of range"):
         return field, (f"is out of range: the number {_shown(value)} does not fit in 64 bits, "
@@ -161,42 +173,66 @@ def explain(failure: msgspec.ValidationError, line: bytes) -> tuple[Optional[str
         return field, f"{_shown(value)} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)"
     return field, f"{what[:1].lower()}{what[1:]}" + ("" if value is ... else f", got {_shown(value)}")
 
+# %% ../nbs/01_reader.ipynb #990486db
+def explain(failure: msgspec.ValidationError, # what the typed decoder raised for `line`
+            line: bytes, # the line it refused
+           ) -> tuple[Optional[str], str]:
+    "`(field, why)` for a line the typed decoder refused with `failure`."
+    match = _MESSAGE.match(str(failure))
+    what, at = match["what"], (match["at"] or "")
+    field = at.lstrip(".") or None
+    if unknown := re.fullmatch(r"Object contains unknown field `(.*)`", what, re.S):
+        return _unknown_field(unknown[1], field, line)
+    if missing := re.fullmatch(r"Object missing required field `(.*)`", what):
+        return _missing_field(missing[1], field)
+    value, field = _value_at(line, at)
+    return _bad_value(what, value, field or None)
+
 # %% ../nbs/01_reader.ipynb #1b2c1d80
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 8 << 20  # how much of a shard is read at a time
+
+# %% ../nbs/01_reader.ipynb #fdbc2af9
 _decoder = msgspec.json.Decoder(AnyRecord, dec_hook=decode_hook)
 _decode, _decode_lines = _decoder.decode, _decoder.decode_lines
+
+# %% ../nbs/01_reader.ipynb #53f26884
 _PAYLOAD_OF = {record_type: attrgetter(record_type.__struct_config__.tag) for record_type in RECORD_TYPES.values()}
 
+# %% ../nbs/01_reader.ipynb #4424546d
 def _problem(record) -> Optional[tuple[str, str]]:
     "The rule the types do not say that `record` breaks, if any (see `line_problem`)."
     return line_problem(_PAYLOAD_OF[type(record)](record))
 
+# %% ../nbs/01_reader.ipynb #0560752c
 def _too_long(size: str) -> str:
     "Why a line of `size` is refused."
     return (f"the line is {size}, over the {MAX_LINE_BYTES}-byte cap of a shard line "
             "(a writer caps results and texts with cap_result and cap_text)")
 
-_BOM = b"\xef\xbb\xbf"
+# %% ../nbs/01_reader.ipynb #0bb3e99d
+_TOO_DEEP = ("nests arrays or objects deeper than this reader can follow (Python's recursion limit, "
+             "about a thousand levels; Go's reader follows ten thousand)")
 
+# %% ../nbs/01_reader.ipynb #b5c0125c
 def _not_json(failure: msgspec.DecodeError, line: bytes) -> str:
     "Why `line`, which does not parse, is refused; a line that stops short is most likely torn."
-    if line.startswith(_BOM):
+    if line.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark
         return ("starts with a UTF-8 byte-order mark (bytes EF BB BF), which a JSON line must not: "
                 "save the file as UTF-8 without a BOM")
     why = f"is not one JSON value: {failure}"
     if "truncated" not in why: return why
     return why + " (the line stops short, as one torn by a process killed mid-write does)"
 
-_TOO_DEEP = ("nests arrays or objects deeper than this reader can follow (Python's recursion limit, "
-             "about a thousand levels; Go's reader follows ten thousand)")
-
+# %% ../nbs/01_reader.ipynb #6d1a298d
 _RAW_FIELDS = {Call: ("arguments", "result"), Block: ("arguments",)}  # the raw JSON fields, by the struct holding them
 
+# %% ../nbs/01_reader.ipynb #989175e3
 def _raw_holders(record) -> list:
     "The structs of `record` that may hold raw JSON: a call, or a turn's blocks."
     payload = record.payload
     return payload.blocks if isinstance(payload, Turn) else [payload]
 
+# %% ../nbs/01_reader.ipynb #b2ccdee0
 def _decode_line(line: bytes):
     "Decode one line; one refused for lone surrogate escapes alone reads them as Go does (U+FFFD), raw fields kept."
     try: return _decode(line)
@@ -210,6 +246,7 @@ def _decode_line(line: bytes):
             setattr(ours, name, msgspec.Raw(unmask_surrogates(bytes(getattr(theirs, name)), originals)))
     return record
 
+# %% ../nbs/01_reader.ipynb #4e91f1b1
 def _refuse_lines(path: str, lines: list, first: int, records: list, refuse, rules: bool):
     "Decode `lines` (numbered from `first`) one by one, keeping the good ones and refusing the rest."
     for number, line in enumerate(lines, first):
@@ -236,6 +273,7 @@ def _one_object_per_line(data, start: int, end: int) -> int:
         at = find(b"\n", at + 1, end)
     return lines
 
+# %% ../nbs/01_reader.ipynb #e57ca240
 def _under_cap(data, start: int, end: int) -> bool:
     "Whether every line of `data[start:end]` is shorter than `MAX_LINE_BYTES`, hopping a cap at a time."
     while end - start >= MAX_LINE_BYTES:
@@ -243,6 +281,7 @@ def _under_cap(data, start: int, end: int) -> bool:
         if not start: return False  # no newline within a cap's length: that line is too long
     return True
 
+# %% ../nbs/01_reader.ipynb #96f9d9d5
 def _read_lines(path: str, data, start: int, end: int, first: int, records: list, refuse,
                 rules: bool) -> int:
     ("Decode the complete lines `data[start:end]` (numbered from `first`) into `records`, checked against "
@@ -261,8 +300,11 @@ def _read_lines(path: str, data, start: int, end: int, first: int, records: list
 # %% ../nbs/01_reader.ipynb #9a2266e6
 _FILE_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+# %% ../nbs/01_reader.ipynb #1c58a7d9
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
+# %% ../nbs/01_reader.ipynb #0393d542
 def _unreadable(path: str, failure: OSError) -> str:
     "Why the entry at `path` could not be opened, in words that say what it is."
     if failure.errno == errno.ELOOP: return "is a symbolic link that loops (it leads back to itself): fix or remove it"
@@ -270,6 +312,7 @@ def _unreadable(path: str, failure: OSError) -> str:
         return f"is a symbolic link to {os.readlink(path)!r}, which does not exist: fix or remove it"
     return f"cannot be read: {failure.strerror or failure}"
 
+# %% ../nbs/01_reader.ipynb #6e3ddd7c
 def _open_shard(path: str) -> tuple:
     ("`(file, size)`: the regular file at `path` opened for reading without blocking in `open`, and its size then; "
      "else a `ShardError` saying what it is.")
@@ -282,6 +325,7 @@ def _open_shard(path: str) -> tuple:
         raise ShardError(path, None, None, f"is {kind}, not a regular file: a shard is a file a run appended lines to")
     return open(fd, "rb"), status.st_size
 
+# %% ../nbs/01_reader.ipynb #146dc785
 def _unviewed(buffer: bytearray) -> bool:
     "Whether nothing holds a view of `buffer` (a raw field of a record read from it), so that it may be read into again."
     try: del buffer[-1:]  # refused while a view is held, before a byte is touched
@@ -289,6 +333,7 @@ def _unviewed(buffer: bytearray) -> bool:
     buffer.append(0)
     return True
 
+# %% ../nbs/01_reader.ipynb #f5dc7812
 def _blocks(file, size: int):
     ("`(data, length)` for each block of `file` (`size` bytes when opened), the block being `data[:length]`: bytes of "
      "their own for a file of one block; else one buffer, read into whenever nothing views it (bytes of their own when "
@@ -303,27 +348,36 @@ def _blocks(file, size: int):
         if not length: return
         yield block, length
 
+# %% ../nbs/01_reader.ipynb #f925d02f
+def _read_block(path: str, block, length: int, end: int, pending: bytes, number: int, skipping: bool, refuse,
+                rules: bool) -> tuple[list, bytes, int, bool]:
+    ("`(records, pending, number, skipping)`: the records of the lines `block[:length]` ends (at its last newline, "
+     "`end`), the line `pending` from the blocks before first; then what is left for the next block.")
+    records, start = [], 0
+    if skipping: start, number = block.find(b"\n", 0, length) + 1, number + 1  # past the end of the line over the cap
+    elif pending and end >= 0:  # the line the last block began ends at this one's first newline
+        start = block.find(b"\n", 0, length) + 1
+        line, pending = pending + block[:start - 1], b""
+        number += _read_lines(path, line, 0, len(line), number, records, refuse, rules)
+    if start <= end: number += _read_lines(path, block, start, end, number, records, refuse, rules)
+    pending += block[end + 1:length]
+    if len(pending) >= MAX_LINE_BYTES:
+        refuse(ShardError(path, number, None,
+                          _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
+        return records, b"", number, True
+    return records, pending, number, False
+
+# %% ../nbs/01_reader.ipynb #3f3b5a4e
 def _read_blocks(path: str, file, size: int, refuse, rules: bool):
     ("The records of the lines of the shard `file` (at `path`, `size` bytes when opened), a list per block, each "
      "refusal passed to `refuse`.")
     with file:
         pending, number, skipping = b"", 1, False
         for block, length in _blocks(file, size):
-            records = []
-            start, end = 0, block.rfind(b"\n", 0, length)  # the block's complete lines end at its last newline (-1: none)
-            if skipping:
-                if end < 0: continue
-                start, number, skipping = block.find(b"\n", 0, length) + 1, number + 1, False
-            elif pending and end >= 0:  # the line the last block began ends at this one's first newline
-                start = block.find(b"\n", 0, length) + 1
-                line, pending = pending + block[:start - 1], b""
-                number += _read_lines(path, line, 0, len(line), number, records, refuse, rules)
-            if start <= end: number += _read_lines(path, block, start, end, number, records, refuse, rules)
-            pending += block[end + 1:length]
-            if len(pending) >= MAX_LINE_BYTES:
-                refuse(ShardError(path, number, None,
-                                  _too_long(f"more than {len(pending)} bytes (the rest of it is skipped unread)")))
-                pending, skipping = b"", True
+            end = block.rfind(b"\n", 0, length)  # the block's complete lines end at its last newline (-1: none)
+            if skipping and end < 0: continue  # still inside the line over the cap
+            records, pending, number, skipping = _read_block(path, block, length, end, pending, number, skipping,
+                                                             refuse, rules)
             yield records
         if pending:
             records = []
@@ -343,8 +397,8 @@ def paused_gc():
 # %% ../nbs/01_reader.ipynb #b7932a85
 class Shard(msgspec.Struct, gc=False):
     "One shard file read back: where it was, and every record it held, in file order."
-    path: str
-    records: list
+    path: str  # the file, as it was opened
+    records: list  # every record it held, in file order
     root: str = ""  # the tree it was read from ("": it was read alone)
 
     @property
@@ -362,8 +416,9 @@ class Shard(msgspec.Struct, gc=False):
     def __repr__(self): return f"Shard({self.name!r}, {self.counts})"
 
 # %% ../nbs/01_reader.ipynb #8b052958
-Errors = Literal["raise", "collect"]
+Errors = Literal["raise", "collect"]  # what a reader does with a refusal: raise it, or collect it and read on
 
+# %% ../nbs/01_reader.ipynb #cc51ae0b
 def _refuser(errors: Errors, collected: list):
     "What to do with a refusal: raise it (strict) or add it to `collected` (salvage)."
     if errors == "raise":
@@ -372,10 +427,14 @@ def _refuser(errors: Errors, collected: list):
     if errors == "collect": return collected.append
     raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
 
-def read_blocks(path, errors: Errors = "raise", collected: Optional[list] = None, rules: bool = True):
-    ("The records of the shard at `path`, a list per block of lines in file order, refusals as `read_shard` has "
-     "them; a file that cannot be opened gives none. With `rules=False` the lines are not checked against `line_problem`'s "
-     "rules: for a caller that checks them itself, many lines at a time (`first_line_problem`).")
+# %% ../nbs/01_reader.ipynb #893ba943
+def read_blocks(path, # a shard file
+                errors: Errors = "raise", # "raise" the first refusal, or "collect" every one into `collected`
+                collected: Optional[list] = None, # where "collect" puts the refusals (None: nowhere)
+                rules: bool = True, # whether to check the rules the types do not say (`line_problem`)
+               ):
+    ("The records of the shard at `path`, a list per block of lines in file order; a file that cannot be opened "
+     "gives none.")
     path = os.fspath(path)
     refuse = _refuser(errors, [] if collected is None else collected)
     try: file, size = _open_shard(path)
@@ -383,17 +442,24 @@ def read_blocks(path, errors: Errors = "raise", collected: Optional[list] = None
     try: yield from _read_blocks(path, file, size, refuse, rules)
     except OSError as failure: refuse(ShardError(path, None, None, f"cannot be read: {failure.strerror or failure}"))
 
-def read_shard(path, errors: Errors = "raise", collected: Optional[list] = None, root=None) -> Optional[Shard]:
-    ("Read the shard at `path` (of the tree `root`); with `errors='collect'` refusals go to `collected`, not raised, "
-     "and a file that cannot be opened or read to its end gives None.")
+# %% ../nbs/01_reader.ipynb #bf7ec379
+def read_shard(path, # a shard file
+               errors: Errors = "raise", # "raise" the first refusal, or "collect" every one into `collected`
+               collected: Optional[list] = None, # where "collect" puts the refusals (None: nowhere)
+               root=None, # the tree `path` was found in, which its `Shard.name` is relative to (None: read alone)
+              ) -> Optional[Shard]:
+    ("Read the shard at `path`; a file that cannot be opened or read to its end gives None when refusals are "
+     "collected.")
     path, refusals = os.fspath(path), []
     with paused_gc(): records = list(chain.from_iterable(read_blocks(path, errors, refusals)))
     if collected is not None: collected += refusals
     if any(refusal.line is None for refusal in refusals): return None  # the file's own refusal, not a line's
     return Shard(path, records, "" if root is None else os.fspath(root))
 
-# %% ../nbs/01_reader.ipynb #bf7ec379
-def read_shards(path, errors: Errors = "raise") -> Union[list[Shard], tuple[list[Shard], list[ShardError]]]:
+# %% ../nbs/01_reader.ipynb #2a1a20d7
+def read_shards(path, # a shard file, or a directory read recursively (see `shard_paths`)
+                errors: Errors = "raise", # "raise" the first refusal, or "collect": every readable line kept
+               ) -> Union[list[Shard], tuple[list[Shard], list[ShardError]]]:
     "The shards under `path`, strictly; with `errors='collect'`, `(shards, errors)` with every readable line kept."
     collected = []
     paths = shard_paths(path)
@@ -402,6 +468,7 @@ def read_shards(path, errors: Errors = "raise") -> Union[list[Shard], tuple[list
     if errors == "raise": return shards
     return [s for s in shards if s is not None], collected
 
+# %% ../nbs/01_reader.ipynb #921d770e
 def read(path) -> list[Record]:
     "Every record under `path`, merged in walk order: for a reader that does not need the shard boundaries."
     return [record for shard in read_shards(path) for record in shard.records]

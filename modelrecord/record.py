@@ -30,6 +30,8 @@ import msgspec
 SCHEMA_VERSION = 1  # the version every line carries; another one is refused, never guessed at
 DIR_ENV = "GITLAB_MCP_TEST_MODELEVAL_DIR"  # the directory a run records into; unset means off
 SHARD_PREFIX, SHARD_SUFFIX = "modeleval-", ".jsonl"  # a shard is SHARD_PREFIX + random + SHARD_SUFFIX
+
+# %% ../nbs/00_record.ipynb #2997321e
 MAX_RESULT_BYTES = 64 << 10  # the most of a call's structured result a line keeps
 MAX_TEXT_BYTES = 64 << 10  # the most of a call's rendered text a line keeps
 MAX_LINE_BYTES = 1 << 20  # the longest line a shard may hold, its newline included
@@ -37,6 +39,7 @@ MAX_LINE_BYTES = 1 << 20  # the longest line a shard may hold, its newline inclu
 # %% ../nbs/00_record.ipynb #0c3fd2aa
 LINE_TYPES = ("run", "session", "attempt", "turn", "call", "verify")
 
+# %% ../nbs/00_record.ipynb #5e380bd5
 ENDED_COMPLETED, ENDED_OVER_BUDGET, ENDED_MALFORMED, ENDED_NO_TOOL_CALL = (
     "completed", "over_budget", "malformed", "no_tool_call")
 ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_SKIPPED = "provider_error", "harness_error", "skipped"
@@ -50,10 +53,12 @@ OUTCOME_TRANSPORT_ERROR, OUTCOME_PREVIEW = "transport_error", "preview"
 OUTCOMES = (OUTCOME_OK, OUTCOME_TOOL_ERROR, OUTCOME_PROTOCOL_ERROR, OUTCOME_TRANSPORT_ERROR, OUTCOME_PREVIEW)
 OUTCOME_REFUSED_PREFIX = "refused:"
 
+# %% ../nbs/00_record.ipynb #d7ba72ac
 TURN_OK, TURN_RATE_LIMITED, TURN_SERVER_ERROR = "ok", "rate_limited", "server_error"
 TURN_REQUEST_ERROR, TURN_TRANSPORT_ERROR = "request_error", "transport_error"
 TURN_STATUSES = (TURN_OK, TURN_RATE_LIMITED, TURN_SERVER_ERROR, TURN_REQUEST_ERROR, TURN_TRANSPORT_ERROR)
 
+# %% ../nbs/00_record.ipynb #69f5c194
 BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL = "text", "thinking", "tool_call"
 BLOCK_KINDS = (BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL)
 
@@ -64,14 +69,12 @@ TOKEN_PRICES = dict(zip(TOKEN_CATEGORIES, (
     "input_per_million_usd", "output_per_million_usd", "cache_write_per_million_usd", "cache_read_per_million_usd")))
 
 # %% ../nbs/00_record.ipynb #e45e525d
-_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"  # date, time, fraction
-                      r"(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)  # and the zone: Z or an offset
-
 def _order(moment) -> tuple:
     "`(datetime, nanoseconds)`: what two times are compared by."
     if isinstance(moment, GoTime): return moment.to_datetime(), moment.nanosecond
     return moment, 0
 
+# %% ../nbs/00_record.ipynb #d4e6ae0f
 def _compared(compare):
     "The method comparing a `GoTime` with any `datetime` by `_order`, with the operator `compare`."
     def method(self, other):
@@ -79,7 +82,24 @@ def _compared(compare):
     method.__name__ = f"__{compare.__name__}__"
     return method
 
+# %% ../nbs/00_record.ipynb #ffac231e
 def _rebuild(moment, nanosecond): return GoTime.of(moment, nanosecond)  # how a pickled `GoTime` is made again
+
+# %% ../nbs/00_record.ipynb #2d3f0287
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"  # date, time, fraction
+                      r"(?:(Z)|([+-])(\d{2}):(\d{2}))", re.ASCII)  # and the zone: Z or an offset
+
+# %% ../nbs/00_record.ipynb #7b765d76
+def _rfc3339_parts(text: str) -> tuple[tuple, int]:
+    "The `datetime` arguments (zone included) and the nanoseconds below the microsecond of the RFC 3339 `text`."
+    found = _RFC3339.fullmatch(text)
+    if found is None:
+        raise ValueError(f"{text!r} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)")
+    year, month, day, hour, minute, second, digits, utc, sign, zone_hours, zone_minutes = found.groups()
+    nanos = int((digits or "")[:9].ljust(9, "0"))
+    offset = dt.timedelta(hours=int(zone_hours or 0), minutes=int(zone_minutes or 0)) * (-1 if sign == "-" else 1)
+    zone = dt.timezone.utc if utc or not offset else dt.timezone(offset)
+    return (int(year), int(month), int(day), int(hour), int(minute), int(second), nanos // 1000, zone), nanos % 1000
 
 # %% ../nbs/00_record.ipynb #fb1c486c
 class GoTime(dt.datetime):
@@ -96,7 +116,9 @@ class GoTime(dt.datetime):
     def nanosecond(self) -> int: "The nanoseconds below the microsecond, 0 to 999."; return self._nanosecond
 
     @classmethod
-    def of(cls, moment: dt.datetime, nanosecond: Optional[int] = None) -> "GoTime":
+    def of(cls, moment: dt.datetime, # any `datetime`, a `GoTime` too
+           nanosecond: Optional[int] = None, # the nanoseconds below its microsecond (None: `moment`'s own)
+          ) -> "GoTime":
         "The `GoTime` of `moment` (any `datetime`), with `nanosecond` below its microsecond (default: `moment`'s own)."
         if nanosecond is None: nanosecond = getattr(moment, "nanosecond", 0)
         return cls(moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
@@ -105,15 +127,8 @@ class GoTime(dt.datetime):
     @classmethod
     def parse(cls, text: str) -> "GoTime":
         "The time the RFC 3339 `text` spells, to the nanosecond (digits past the ninth are cut, as Go cuts them)."
-        found = _RFC3339.fullmatch(text)
-        if found is None:
-            raise ValueError(f"{text!r} is not an RFC 3339 time with a zone (such as 2026-09-16T09:00:00Z)")
-        year, month, day, hour, minute, second, digits, utc, sign, zone_hours, zone_minutes = found.groups()
-        nanos = int((digits or "")[:9].ljust(9, "0"))
-        offset = dt.timedelta(hours=int(zone_hours or 0), minutes=int(zone_minutes or 0)) * (-1 if sign == "-" else 1)
-        zone = dt.timezone.utc if utc or not offset else dt.timezone(offset)
-        return cls(int(year), int(month), int(day), int(hour), int(minute), int(second), nanos // 1000, zone,
-                   nanosecond=nanos % 1000)
+        arguments, nanosecond = _rfc3339_parts(text)
+        return cls(*arguments, nanosecond=nanosecond)
 
     def to_datetime(self) -> dt.datetime:
         "This time as a plain `datetime` (microseconds: the nanoseconds dropped)."
@@ -157,7 +172,10 @@ class GoTime(dt.datetime):
 # %% ../nbs/00_record.ipynb #a4522959
 _JSON_NAMES = {int: "int", float: "float", bool: "bool", type(None): "null", list: "array", dict: "object"}
 
-def decode_hook(kind: type, value):
+# %% ../nbs/00_record.ipynb #dd08a106
+def decode_hook(kind: type, # the type the decoder asks for (a shard's own is `GoTime`)
+                value, # the JSON value it read: for a time, its RFC 3339 string
+               ):
     "The JSON decoder's `dec_hook` for the record types: an RFC 3339 string into a `GoTime`."
     if kind is not GoTime: raise TypeError(f"a {kind.__name__} is not a value of a shard line")
     if not isinstance(value, str):
@@ -167,17 +185,22 @@ def decode_hook(kind: type, value):
 
 # %% ../nbs/00_record.ipynb #0eb8ccf2
 _GO_KEEPS = r"[\S\x1c-\x1f]"  # a character Go's strings.TrimSpace keeps
+
+# %% ../nbs/00_record.ipynb #a25849df
 NonBlank = Annotated[str, msgspec.Meta(min_length=1)]  # required: not empty (nor blank: see `line_problem`)
 GoInt = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]  # what fits Go's 64-bit int
 Position = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]  # counts from 1
 Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]  # counts from 0
 Outcome = Annotated[str, msgspec.Meta(pattern=(
     r"\A(?:" + "|".join(OUTCOMES) + r")\Z|\A" + OUTCOME_REFUSED_PREFIX + r"(?s:.*)" + _GO_KEEPS))]
+
+# %% ../nbs/00_record.ipynb #86566591
 GO_ZERO_TIME = GoTime(1, 1, 1, tzinfo=dt.timezone.utc)  # what Go writes for a time never set
 
 # %% ../nbs/00_record.ipynb #b38ee389
 _OMITEMPTY = msgspec.Meta(extra={"omitempty": True})
 
+# %% ../nbs/00_record.ipynb #51450d2c
 class Omit:
     "`Omit[T]`: a field of type `T` that Go leaves out of the line when it is empty or zero."
     def __class_getitem__(cls, field_type): return Annotated[field_type, _OMITEMPTY]
@@ -196,6 +219,7 @@ class Price(_Line, kw_only=True):
     cache_read_per_million_usd: float = 0.0
     retrieved_on: str = ""  # the day the figures were read, so a reader can judge them stale
 
+# %% ../nbs/00_record.ipynb #87355471
 class Provider(_Line, kw_only=True):
     "One configured model, as the run resolved it."
     spec: str = ""  # the provider:model;key=value string attempts name as their `model`
@@ -222,6 +246,7 @@ class Run(_Line, kw_only=True):
     budget_usd: Omit[float] = 0.0
     repeat: Position
 
+# %% ../nbs/00_record.ipynb #8bbc9986
 class Session(_Line, kw_only=True):
     "One server configuration, written when it starts: what the model was talking to."
     label: NonBlank
@@ -254,8 +279,11 @@ class Attempt(_Line, kw_only=True):
 
 # %% ../nbs/00_record.ipynb #3b9b9622
 _ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)  # one escape in a JSON text (only strings hold backslashes)
+
+# %% ../nbs/00_record.ipynb #8f8f7b1d
 _STAND_INS = [b"\\u%04x" % code for code in range(0xE000, 0xF900)]  # private-use escapes, six bytes like a surrogate's
 
+# %% ../nbs/00_record.ipynb #420b0eab
 def _lone_surrogates(data: bytes) -> list[tuple[int, int]]:
     "Where `data` spells a lone surrogate escape: `(start, end)` of each, in order."
     spans, high = [], None  # high: the span of a high surrogate waiting for its low half
@@ -270,6 +298,7 @@ def _lone_surrogates(data: bytes) -> list[tuple[int, int]]:
     if high is not None: spans.append(high)
     return spans
 
+# %% ../nbs/00_record.ipynb #3ac06dc2
 def mask_surrogates(data: bytes) -> tuple[bytes, dict[bytes, bytes]]:
     "`data` with each lone surrogate escape swapped for a stand-in escape it does not hold, and `{stand-in: escape}`."
     if b"\\u" not in data: return data, {}
@@ -288,16 +317,21 @@ def mask_surrogates(data: bytes) -> tuple[bytes, dict[bytes, bytes]]:
     pieces.append(data[start:])
     return b"".join(pieces), {stand_in: escape for escape, stand_in in stand_ins.items()}
 
-def unmask_surrogates(data: bytes, originals: dict[bytes, bytes]) -> bytes:
+# %% ../nbs/00_record.ipynb #e2d80db8
+def unmask_surrogates(data: bytes, # text `mask_surrogates` masked, or JSON made of it
+                      originals: dict[bytes, bytes], # `{stand-in: escape}`, as `mask_surrogates` gave it
+                     ) -> bytes:
     "`data` with each stand-in of `mask_surrogates` swapped back for the escape it replaced (`originals`)."
     for stand_in, escape in originals.items(): data = data.replace(stand_in, escape)
     return data
 
+# %% ../nbs/00_record.ipynb #e79a8875
 def go_decodable(data: bytes) -> bytes:
     "`data` with each lone surrogate escape spelled `\\ufffd`: what Go's decoder reads it as."
     masked, originals = mask_surrogates(data)
     return unmask_surrogates(masked, dict.fromkeys(originals, b"\\ufffd")) if originals else data
 
+# %% ../nbs/00_record.ipynb #84abb034
 def compact_json(raw: msgspec.Raw | bytes) -> bytes:
     "The raw JSON text `raw` compacted as Go writes it, lone surrogate escapes kept; `msgspec.DecodeError` if not JSON."
     try: return msgspec.json.format(raw, indent=-1)
@@ -316,6 +350,7 @@ def _json_value(raw: msgspec.Raw):
         if readable == bytes(raw): raise
     return msgspec.json.decode(readable)
 
+# %% ../nbs/00_record.ipynb #1367bba4
 class Block(_Line, kw_only=True):
     "One piece of what a model emitted in a turn: prose, reasoning or a tool call."
     kind: Literal[BLOCK_KINDS]
@@ -327,6 +362,7 @@ class Block(_Line, kw_only=True):
     @property
     def arguments_value(self): "The parsed `arguments`."; return _json_value(self.arguments)
 
+# %% ../nbs/00_record.ipynb #4bcf6cb4
 class Usage(_Line, kw_only=True):
     "What one provider request was billed for, in four token categories."
     input: Count = 0
@@ -334,6 +370,7 @@ class Usage(_Line, kw_only=True):
     cache_created: Omit[Count] = 0
     cache_read: Omit[Count] = 0
 
+# %% ../nbs/00_record.ipynb #da5203ba
 class Turn(_Line, kw_only=True):
     "One request to a provider and the answer it gave; a retry is another turn at the same index."
     attempt: NonBlank
@@ -372,6 +409,7 @@ class Call(_Line, kw_only=True):
     @property
     def result_value(self): "The parsed `result`."; return _json_value(self.result)
 
+# %% ../nbs/00_record.ipynb #424de16d
 class Verify(_Line, kw_only=True):
     "A recipe's own check against the instance after an attempt finished."
     attempt: NonBlank
@@ -398,6 +436,7 @@ class Record(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, kw_on
             raise TypeError(f"a shard line is one of {', '.join(LINE_TYPES)}, not {type(line).__name__}") from None
         return record_type(schema=SCHEMA_VERSION, **{record_type.__struct_config__.tag: line})
 
+# %% ../nbs/00_record.ipynb #992846eb
 class RunRecord(Record, tag="run", kw_only=True): run: Run
 class SessionRecord(Record, tag="session", kw_only=True): session: Session
 class AttemptRecord(Record, tag="attempt", kw_only=True): attempt: Attempt
@@ -405,6 +444,7 @@ class TurnRecord(Record, tag="turn", kw_only=True): turn: Turn
 class CallRecord(Record, tag="call", kw_only=True): call: Call
 class VerifyRecord(Record, tag="verify", kw_only=True): verify: Verify
 
+# %% ../nbs/00_record.ipynb #d8b3ec88
 RECORD_TYPES = {Run: RunRecord, Session: SessionRecord, Attempt: AttemptRecord, Turn: TurnRecord,
                 Call: CallRecord, Verify: VerifyRecord}
 AnyRecord = RunRecord | SessionRecord | AttemptRecord | TurnRecord | CallRecord | VerifyRecord
@@ -412,16 +452,20 @@ AnyRecord = RunRecord | SessionRecord | AttemptRecord | TurnRecord | CallRecord 
 # %% ../nbs/00_record.ipynb #a5d54169
 _GO_NON_BLANK = re.compile(_GO_KEEPS)
 
+# %% ../nbs/00_record.ipynb #250ccd3d
 def _blank(text: str) -> bool: return not _GO_NON_BLANK.search(text)
 
+# %% ../nbs/00_record.ipynb #25f984a4
 def _required_texts(payload_type, line_type: str) -> tuple:
     "`(attribute, field)` for each `NonBlank` field of a payload type, the field in its JSON spelling."
     return tuple((f.name, f"{line_type}.{f.encode_name}") for f in msgspec.structs.fields(payload_type)
                  if f.type == NonBlank)
 
+# %% ../nbs/00_record.ipynb #b12b457d
 _REQUIRED_TEXTS = {payload: _required_texts(payload, record.__struct_config__.tag)
                    for payload, record in RECORD_TYPES.items()}
 
+# %% ../nbs/00_record.ipynb #fbd9886e
 def line_problem(line) -> Optional[tuple[str, str]]:
     "The first rule the types do not say that `line` (one of the six payloads) breaks, as `(field, why)`, or None."
     for attribute, field in _REQUIRED_TEXTS[type(line)]:
@@ -442,9 +486,11 @@ def line_problem(line) -> Optional[tuple[str, str]]:
 # %% ../nbs/00_record.ipynb #05822325
 _PAIRED = {Attempt: ("session", "ended_by", "reason"), Verify: ("passed", "detail")}  # what rules of two fields read
 
-def first_line_problem(lines: list, columns: Optional[dict] = None) -> Optional[tuple[int, tuple[str, str]]]:
-    ("`(position, (field, why))` of the first of `lines` (payloads of one type) that breaks a rule `line_problem` "
-     "checks, or None; `columns` (attribute -> a value per line) saves reading fields again.")
+# %% ../nbs/00_record.ipynb #770254b3
+def first_line_problem(lines: list, # payloads of one line type, in file order
+                       columns: Optional[dict] = None, # attribute -> a value per line, for fields already read
+                      ) -> Optional[tuple[int, tuple[str, str]]]:
+    "`(position, (field, why))` of the first of `lines` that breaks a rule `line_problem` checks, or None."
     if not lines: return None
     kind, columns = type(lines[0]), columns or {}
     column = lambda name: columns[name] if name in columns else tuple(map(operator.attrgetter(name), lines))
@@ -474,14 +520,17 @@ def cap_result(raw: msgspec.Raw | bytes) -> tuple[msgspec.Raw, bool]:
 _GO_ESCAPES = [(b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
                ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029")]
 
+# %% ../nbs/00_record.ipynb #8a0e655c
 def _go_escape(data: bytes) -> bytes:
     "`data` with the characters Go escapes for safe embedding in HTML escaped as it does."
     for char, escaped in _GO_ESCAPES:
         if char in data: data = data.replace(char, escaped)
     return data
 
+# %% ../nbs/00_record.ipynb #48f915fa
 _string_encoder = msgspec.json.Encoder()
 
+# %% ../nbs/00_record.ipynb #5578d4fa
 def _go_string(data: bytes) -> bytes:
     "The JSON string Go's encoding/json writes for the bytes `data`, invalid UTF-8 included."
     pieces, start = [], 0
@@ -502,12 +551,14 @@ def _go_replacement(error: UnicodeDecodeError):
 import codecs
 codecs.register_error("modelrecord.go", _go_replacement)
 
+# %% ../nbs/00_record.ipynb #a00a8da9
 def cap_text(text: str) -> tuple[str, bool]:
     "`text` unchanged when its UTF-8 fits `MAX_TEXT_BYTES`, else its first bytes, and whether it was cut."
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= MAX_TEXT_BYTES: return text, False
     return data[:MAX_TEXT_BYTES].decode("utf-8", "modelrecord.go"), True
 
+# %% ../nbs/00_record.ipynb #f9026e39
 def refused_outcome(reason: str) -> str:
     "The outcome of a call the server refused for `reason`: one spelling shared by writer and scorer."
     return OUTCOME_REFUSED_PREFIX + reason
@@ -515,10 +566,13 @@ def refused_outcome(reason: str) -> str:
 # %% ../nbs/00_record.ipynb #da390ee4
 class EncodeError(ValueError):
     "A value that cannot be written as a shard line, and the field (JSON spelling) that holds it."
-    def __init__(self, field: str, why: str):
+    def __init__(self, field: str, # where the value is, in its JSON spelling (`turn.blocks[0].arguments`)
+                 why: str, # why it cannot be written
+                ):
         super().__init__(f"{field}: {why}")
         self.field, self.why = field, why
 
+# %% ../nbs/00_record.ipynb #3e2fcf8d
 def _go_float(number: float) -> bytes:
     "The JSON number Go's encoding/json writes for a float64."
     if not math.isfinite(number): raise ValueError(f"{number} is not a number JSON can hold")
@@ -528,6 +582,7 @@ def _go_float(number: float) -> bytes:
     if "e" in text: text = format(Decimal(text), "f")
     return text.removesuffix(".0").encode()
 
+# %% ../nbs/00_record.ipynb #6f8dd710
 def _go_time(moment: dt.datetime) -> bytes:
     "The RFC 3339 text (nanosecond layout, trailing zeros dropped) Go writes for a time, in quotes."
     offset = moment.utcoffset()
@@ -545,6 +600,7 @@ def _plan(struct_type) -> tuple:
     return tuple((f.name, f.encode_name, _OMITEMPTY in getattr(f.type, "__metadata__", ()))
                  for f in msgspec.structs.fields(struct_type))
 
+# %% ../nbs/00_record.ipynb #b7aa5b97
 _PLANS = {t: _plan(t) for t in (Run, Provider, Price, Session, Attempt, Turn, Block, Usage, Call, Verify)}
 
 # %% ../nbs/00_record.ipynb #f02fcdef
@@ -566,12 +622,14 @@ def _go_value(value):
     return {name: _go_item(name, field) for attr, name, omitempty in plan
             if (field := getattr(value, attr)) or not omitempty}
 
+# %% ../nbs/00_record.ipynb #024021b8
 def _go_item(key, value):
     "`_go_value` of a field or element, naming it in the error when it cannot be written."
     try: return _go_value(value)
     except EncodeError as bad: raise EncodeError(_field_path(key, bad.field), bad.why) from None
     except (ValueError, TypeError) as bad: raise EncodeError(_field_path(key, ""), str(bad)) from None
 
+# %% ../nbs/00_record.ipynb #963f6c43
 def _field_path(key, inner: str) -> str:
     "`key` prefixed to the path `inner`: `blocks` + `[0].kind`, `0` + `.kind`."
     head = f"[{key}]" if isinstance(key, int) else str(key)
@@ -580,6 +638,7 @@ def _field_path(key, inner: str) -> str:
 # %% ../nbs/00_record.ipynb #7708bbab
 _line_encoder = msgspec.json.Encoder()
 
+# %% ../nbs/00_record.ipynb #372448cc
 def encode(line) -> bytes:
     "The JSON line (without its newline) Go's writer writes for `line`, a `Record` or one of the six payloads."
     record = Record.of(line)

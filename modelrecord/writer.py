@@ -24,8 +24,10 @@ from .record import DIR_ENV, MAX_LINE_BYTES, SHARD_PREFIX, SHARD_SUFFIX, Record,
 class RecordWarning(UserWarning):
     "A line or a shard the model record writer could not write."
 
+# %% ../nbs/02_writer.ipynb #2096ed96
 Report = Callable[[str], Any]  # takes one message; its result is ignored
 
+# %% ../nbs/02_writer.ipynb #a1d068ec
 def _deliver(messages: list, report: Optional[Report]):
     "Pass each message to `report`, or issue it as a `RecordWarning` when there is none or it fails."
     for message in messages:
@@ -50,10 +52,12 @@ def _directory_key(path) -> str:
 # %% ../nbs/02_writer.ipynb #a6d70bf2
 DIR_MODE = 0o750  # the mode the recording directory (and its missing parents) are made with
 
+# %% ../nbs/02_writer.ipynb #208bd3d6
 def _owned(failure: BaseException) -> bool:
     "Whether `failure` is the file system's answer: an OSError with an errno from a file operation, not Python code."
     return isinstance(failure, OSError) and failure.errno is not None
 
+# %% ../nbs/02_writer.ipynb #39612c7f
 def _is_directory(path: str) -> bool:
     "Whether `path` is a directory; unlike `os.path.isdir`, an exception from the caller's code is not taken for 'no'."
     try: return stat.S_ISDIR(os.stat(path).st_mode)
@@ -61,6 +65,7 @@ def _is_directory(path: str) -> bool:
         if not _owned(failure): raise
         return False
 
+# %% ../nbs/02_writer.ipynb #09611725
 def _make_directory(directory: str):
     "Make `directory` and its missing parents with `DIR_MODE`; an existing directory is left as it is."
     if _is_directory(directory): return
@@ -71,14 +76,17 @@ def _make_directory(directory: str):
         if not _is_directory(directory):
             raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory", directory) from None
 
+# %% ../nbs/02_writer.ipynb #7959578d
 def _discard(fd: int, path: str):
     "Close and remove a shard that was never handed over, so that no empty shard is left behind."
     os.close(fd)
     try: os.unlink(path)
     except OSError: pass
 
+# %% ../nbs/02_writer.ipynb #871aa3a2
 _SHARD_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
+# %% ../nbs/02_writer.ipynb #e0a76d19
 def _create_shard(directory: str) -> tuple[int, str]:
     "A new, empty shard in `directory` (made if need be): an append-only file descriptor and its path."
     _make_directory(directory)
@@ -102,8 +110,11 @@ try:
     # int statx(int, const char *, int, unsigned, struct statx *): ctypes' defaults fit
     _statx = ctypes.CDLL(None).statx
 except (ImportError, OSError, AttributeError): _statx = None  # not Linux, or a libc without statx: fstat does
+
+# %% ../nbs/02_writer.ipynb #f6e6eb21
 _AT_EMPTY_PATH, _STATX_NLINK = 0x1000, 0x4  # from <fcntl.h> and <linux/stat.h>
 
+# %% ../nbs/02_writer.ipynb #c6442b49
 def _link_count_buffer() -> tuple:
     "A buffer for one `struct statx`, and a view of its `stx_nlink` field; `(None, None)` when there is no statx."
     if _statx is None: return None, None
@@ -114,8 +125,9 @@ def _link_count_buffer() -> tuple:
 class _ShardDeleted(FileNotFoundError):
     "The shard being written has no name left: it, or its directory, was deleted."
 
-class _OpenShard:
-    "One shard file this process appends to: its descriptor and path, the size and digests of the whole lines it holds."
+# %% ../nbs/02_writer.ipynb #6527a5b8
+class _ShardFile:
+    "A shard file this process made and appends to: its descriptor, path and identity, and a fresh account of it."
     def __init__(self, directory: str, writer=None):
         "Make a new shard in `directory`, and hand it to `writer` last, so that no interrupt can lose the file it made."
         self.statx, self.links = _link_count_buffer()  # where statx leaves the link count (None: ask fstat)
@@ -125,6 +137,41 @@ class _OpenShard:
         except BaseException: _discard(self.fd, self.path); raise
         if writer is not None: writer._shard = self
 
+    def close(self):
+        "Close the descriptor (once); nothing is buffered, so nothing is flushed."
+        if self.fd >= 0:
+            try: os.close(self.fd)
+            except OSError: pass
+            self.fd = -1
+
+    def close_inherited(self):
+        "In a forked child: close the descriptor only if it is still this shard (the number may have been reused)."
+        try: still_ours = os.path.samestat(os.fstat(self.fd), self.identity)
+        except OSError: still_ours = False
+        if still_ours: self.close()
+        self.fd = -1
+
+# %% ../nbs/02_writer.ipynb #6adbe386
+class _ShardAccount(_ShardFile):
+    "A shard file and the writer's account of it: the size and digests of the whole lines it holds."
+    def settle(self):
+        "Make the account match the file: the pending line counted if it is all there, cut off if only part of it is."
+        size = os.fstat(self.fd).st_size
+        if self.pending is not None:
+            length, digest = self.pending
+            if size == self.size + length:
+                self.seen.add(digest)
+                self.size, self.pending = size, None
+                return
+            if self.size < size < self.size + length:
+                try: os.ftruncate(self.fd, self.size)
+                except OSError: self.torn = True; raise
+                size = self.size
+        self.size, self.pending = size, None
+
+# %% ../nbs/02_writer.ipynb #855f4799
+class _OpenShard(_ShardAccount):
+    "One shard file this process appends to: its descriptor and path, the size and digests of the whole lines it holds."
     def append(self, data: bytes, digest: bytes):
         "Append the line `data` whole unless it is there already; on a failure, cut back any part of it, then raise."
         if self.pending is None and digest in self.seen: return  # a repeat: nothing to write
@@ -150,50 +197,25 @@ class _OpenShard:
             self.seen.add(digest)
             self.size, self.pending = self.size + len(data), None
 
-    def settle(self):
-        "Make the account match the file: the pending line counted if it is all there, cut off if only part of it is."
-        size = os.fstat(self.fd).st_size
-        if self.pending is not None:
-            length, digest = self.pending
-            if size == self.size + length:
-                self.seen.add(digest)
-                self.size, self.pending = size, None
-                return
-            if self.size < size < self.size + length:
-                try: os.ftruncate(self.fd, self.size)
-                except OSError: self.torn = True; raise
-                size = self.size
-        self.size, self.pending = size, None
-
-    def close(self):
-        "Close the descriptor (once); nothing is buffered, so nothing is flushed."
-        if self.fd >= 0:
-            try: os.close(self.fd)
-            except OSError: pass
-            self.fd = -1
-
-    def close_inherited(self):
-        "In a forked child: close the descriptor only if it is still this shard (the number may have been reused)."
-        try: still_ours = os.path.samestat(os.fstat(self.fd), self.identity)
-        except OSError: still_ours = False
-        if still_ours: self.close()
-        self.fd = -1
-
 # %% ../nbs/02_writer.ipynb #c89ce34a
 DIGEST_BYTES = 16  # how much of a line's SHA-256 the writer remembers
 
+# %% ../nbs/02_writer.ipynb #c911a00c
 def _line_digest(line: bytes) -> bytes:
     "The fingerprint of a line that the writer remembers instead of the line: the head of its SHA-256."
     return hashlib.sha256(line).digest()[:DIGEST_BYTES]
 
+# %% ../nbs/02_writer.ipynb #906966b0
 def _line_name(line) -> str:
     "What a line is, for a message: 'a turn line', or 'a dict' for something that is not a line."
     try: return f"a {Record.of(line).type} line"
     except Exception: return f"a {type(line).__name__}"
 
+# %% ../nbs/02_writer.ipynb #1ed63488
 # what `encode` raises for a line it cannot write
 _REFUSALS = (ValueError, TypeError, RecursionError, msgspec.EncodeError)
 
+# %% ../nbs/02_writer.ipynb #b5f7f229
 def _prepare(line, problems: list) -> Optional[tuple[bytes, bytes]]:
     "The bytes to append for `line` (JSON and newline) and its digest; None, the problem noted, if it cannot be."
     try: data = encode(line)
@@ -213,46 +235,48 @@ def _why(failure: OSError) -> str:
     "A failure of the file in a message: its text, without the path the message names already."
     return f"[Errno {failure.errno}] {failure.strerror}" if failure.strerror else str(failure)
 
-class Writer:
-    "Appends lines to this process's shard in one directory; get one from `open_dir` or `open_writer`."
+# %% ../nbs/02_writer.ipynb #2247727a
+def _cannot_write(shard: _OpenShard, failure: OSError) -> str:
+    "The report of a shard that failed: deleted, or not writable."
+    kept = plural(len(shard.seen), "line")
+    if isinstance(failure, _ShardDeleted):
+        return (f"modelrecord: the shard {shard.path} was deleted (or its directory was) after {kept} had been "
+                "written "
+                "to it; lines written now would be lost with it, so nothing more will be recorded")
+    cut = " (and its last line may be cut short)" if shard.torn else ""
+    return (f"modelrecord: cannot write to the shard {shard.path}: {_why(failure)}; "
+            f"it keeps the {kept} written before{cut}, and nothing more will be recorded")
+
+# %% ../nbs/02_writer.ipynb #4b0b5544
+class _WriterState:
+    "What a writer holds for one directory: its shard (None before the first line), whether it stopped, and whose."
     def __init__(self, directory: str = ""):
         self.directory = directory  # cleaned, see `open_dir`; "" when recording is off
         self._lock, self._shard = threading.RLock(), None
         self._forget()
 
-    @property
-    def enabled(self) -> bool: "Whether this writer records at all."; return bool(self.directory)
-    @property
-    def shard(self) -> Optional[str]:
-        "The path of the shard being written, None before the first line."
-        return self._shard and self._shard.path
-    @property
-    def stopped(self) -> bool: "Whether a failure stopped this writer until `release`."; return self._stopped
+    def _forget(self):
+        "Close the shard, if any, and start again: no digests, not stopped, owned by this process."
+        if self._shard is not None: self._shard.close()
+        self._shard, self._stopped, self._pid = None, False, os.getpid()
 
-    def __repr__(self):
-        if not self.enabled: return "Writer(disabled)"
-        if self._stopped: state = "stopped"
-        else: state = f"{len(self._shard.seen)} lines in {self.shard}" if self._shard else "no shard yet"
-        return f"Writer({self.directory!r}: {state})"
+    def _after_fork(self):
+        "In a forked child: let go of the parent's shard, digests and lock, without touching the parent's file."
+        self._lock = threading.RLock()
+        if self._shard is not None: self._shard.close_inherited()
+        self._shard = None
+        self._forget()
 
-    def write(self, *lines, report: Optional[Report] = None) -> None:
-        "Append each line (a `Record`, `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`); problems to `report`."
-        if not self.directory: return
-        if self._pid != os.getpid(): self._after_fork()
-        if self._stopped: return
-        problems, prepared = [], []
-        try:
-            for line in lines:
-                if ready := _prepare(line, problems): prepared.append(ready)
-            if prepared: self._append(prepared, problems)
-        finally:
-            if problems: _deliver(problems, report)
+    def _stop_writing(self, problems: list, message: str) -> bool:
+        "Note a failure nothing later can avoid and stop: later calls write nothing and report nothing."
+        self._stopped = True
+        if self._shard is not None: self._shard.close()
+        problems.append(message)
+        return False
 
-    def release(self):
-        "Close this writer's shard and forget it, with its digests and any failure."
-        if self._pid != os.getpid(): return self._after_fork()
-        with self._lock: self._forget()
-
+# %% ../nbs/02_writer.ipynb #33ff0f11
+class _ShardWriter(_WriterState):
+    "A writer's appending, under its lock: the shard made with the first line, a failure of the file stopping it."
     def _append(self, prepared: list, problems: list):
         "Write each prepared line not written before, making the shard first if need be."
         with self._lock:
@@ -262,19 +286,7 @@ class Writer:
                 try: self._shard.append(data, digest)
                 except OSError as failure:
                     if not _owned(failure): raise  # the caller's (a signal handler's TimeoutError): theirs to handle
-                    return self._stop_writing(problems, self._cannot_write(failure))
-
-    def _cannot_write(self, failure: OSError) -> str:
-        "The report of a shard that failed: deleted, or not writable."
-        shard = self._shard
-        kept = plural(len(shard.seen), "line")
-        if isinstance(failure, _ShardDeleted):
-            return (f"modelrecord: the shard {shard.path} was deleted (or its directory was) after {kept} had been "
-                    "written "
-                    "to it; lines written now would be lost with it, so nothing more will be recorded")
-        cut = " (and its last line may be cut short)" if shard.torn else ""
-        return (f"modelrecord: cannot write to the shard {shard.path}: {_why(failure)}; "
-                f"it keeps the {kept} written before{cut}, and nothing more will be recorded")
+                    return self._stop_writing(problems, _cannot_write(self._shard, failure))
 
     def _start_shard(self, problems: list) -> bool:
         "Make this writer's shard; on failure, stop. The caller holds the lock."
@@ -291,30 +303,50 @@ class Writer:
                                       "will be recorded")
         return True
 
-    def _stop_writing(self, problems: list, message: str) -> bool:
-        "Note a failure nothing later can avoid and stop: later calls write nothing and report nothing."
-        self._stopped = True
-        if self._shard is not None: self._shard.close()
-        problems.append(message)
-        return False
+# %% ../nbs/02_writer.ipynb #dbdfd128
+class Writer(_ShardWriter):
+    "Appends lines to this process's shard in one directory; get one from `open_dir` or `open_writer`."
+    @property
+    def enabled(self) -> bool: "Whether this writer records at all."; return bool(self.directory)
+    @property
+    def shard(self) -> Optional[str]:
+        "The path of the shard being written, None before the first line."
+        return self._shard and self._shard.path
+    @property
+    def stopped(self) -> bool: "Whether a failure stopped this writer until `release`."; return self._stopped
 
-    def _forget(self):
-        "Close the shard, if any, and start again: no digests, not stopped, owned by this process."
-        if self._shard is not None: self._shard.close()
-        self._shard, self._stopped, self._pid = None, False, os.getpid()
+    def __repr__(self):
+        if not self.enabled: return "Writer(disabled)"
+        if self._stopped: state = "stopped"
+        else: state = f"{len(self._shard.seen)} lines in {self.shard}" if self._shard else "no shard yet"
+        return f"Writer({self.directory!r}: {state})"
 
-    def _after_fork(self):
-        "In a forked child: let go of the parent's shard, digests and lock, without touching the parent's file."
-        self._lock = threading.RLock()
-        if self._shard is not None: self._shard.close_inherited()
-        self._shard = None
-        self._forget()
+    def write(self, *lines, # each a `Record`, `Run`, `Session`, `Attempt`, `Turn`, `Call` or `Verify`
+              report: Optional[Report] = None, # called with each problem's message (None: issued as a `RecordWarning`)
+             ) -> None:
+        "Append each line not written before; a recording problem goes to `report`, never raised."
+        if not self.directory: return
+        if self._pid != os.getpid(): self._after_fork()
+        if self._stopped: return
+        problems, prepared = [], []
+        try:
+            for line in lines:
+                if ready := _prepare(line, problems): prepared.append(ready)
+            if prepared: self._append(prepared, problems)
+        finally:
+            if problems: _deliver(problems, report)
+
+    def release(self):
+        "Close this writer's shard and forget it, with its digests and any failure."
+        if self._pid != os.getpid(): return self._after_fork()
+        with self._lock: self._forget()
 
 # %% ../nbs/02_writer.ipynb #c6145515
 _writers: dict[str, Writer] = {}  # one writer per cleaned directory, for the life of the process
 _registry_lock = threading.Lock()
 _DISABLED = Writer("")
 
+# %% ../nbs/02_writer.ipynb #5f959bf6
 def open_dir(path) -> Writer:
     "The writer recording into the directory `path` (a str or path; absolute), or a disabled one when it is empty."
     key = _directory_key(path)
@@ -324,6 +356,7 @@ def open_dir(path) -> Writer:
         if writer is None: writer = _writers[key] = Writer(key)
         return writer
 
+# %% ../nbs/02_writer.ipynb #5afc46cf
 def open_writer() -> Writer:
     "The writer for the directory `DIR_ENV` names, or a disabled one when it is unset or blank."
     return open_dir(os.environ.get(DIR_ENV, ""))
