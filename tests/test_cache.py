@@ -9,7 +9,8 @@ import pytest
 from modelrecord.cli import main
 from modelrecord.record import Run, encode
 from modelrecord.sample import write_tree
-from modelrecord.tables import TABLES, cache_dir, load
+from modelrecord.cache import cache_dir
+from modelrecord.tables import TABLES, load
 
 
 @pytest.fixture
