@@ -123,13 +123,13 @@ def _fields(items: list) -> dict:
     if not items: return {}
     return dict(zip(type(items[0]).__struct_fields__, zip(*map(msgspec.structs.astuple, items))))
 
-# %% ../nbs/04_tables.ipynb #6267a93b
+# %% ../nbs/04_tables.ipynb #f7aa393f
 def _add_columns(arrays: dict, items: list, plan: list) -> dict:
     "Append the `_array` of each column of `plan` read from `items` to `arrays` (column -> list); return their fields."
     fields, nested = _fields(items), {}
     if not fields: return fields
     for name, attribute, kind in plan:
-        if attribute is None: continue  # computed by `_add_chunk`
+        if attribute is None: continue  # computed by `_add_computed`
         if "." in attribute:
             outer, inner = attribute.split(".", 1)
             if outer not in nested: nested[outer] = _fields(fields[outer])
