@@ -839,9 +839,8 @@ class Tables:
 
     def where(self,
               attempts=None, # a boolean mask over `attempts` (a Series aligned on its index, or an array in its order)
-              /, **conditions, # a column of `attempts` = a value, or a list of values
-             ) -> "Tables":
-        "These tables narrowed to the attempts matching `conditions` and `attempts`, every table cut to match."
+              **conditions) -> "Tables":
+        "These tables cut to the attempts matching `conditions` (column=value or column=[values]) and the mask `attempts`."
         kept = self.attempts[_kept(self.attempts, attempts, conditions)]
         return Tables(_narrowed(self, kept, conditions, attempts is not None), self.prices, self.root, self.problems)
 
