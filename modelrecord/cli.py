@@ -131,8 +131,8 @@ def summary(args) -> int:
 @needs("analysis")
 def export(args) -> int:
     "Write the tables of a tree as Parquet datasets partitioned by run, one per table, into `--to`."
-    from modelrecord.tables import export as write_parquet, export_directory, load
-    try: export_directory(args.to)  # refused before the tree is read
+    from modelrecord.tables import export as write_parquet, checked_export_dir, load
+    try: checked_export_dir(args.to)  # refused before the tree is read
     except NotADirectoryError as error: return _refused(error)
     try: tables = load(_tree(args.path), workers=args.workers, content=args.content, cache=not args.no_cache)
     except ShardError as error: return _refused(error)
@@ -141,7 +141,7 @@ def export(args) -> int:
 
 def cache(args) -> int:
     "Empty the load cache (`cache clear`)."
-    from modelrecord.tables import cache_dir, clear_cache
+    from modelrecord.cache import cache_dir, clear_cache
     print(f"{cache_dir()}: {clear_cache() / 1e6:.1f} MB freed")
     return 0
 

@@ -4,9 +4,8 @@
 
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
-           'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'CACHE_LIMIT_BYTES', 'Part', 'batch_tables',
-           'shard_tables', 'problem_errors', 'combine', 'Tables', 'shard_batches', 'cache_dir', 'clear_cache', 'load',
-           'export_directory', 'export']
+           'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'batch_tables', 'shard_tables', 'problem_errors',
+           'combine', 'Tables', 'shard_batches', 'load', 'checked_export_dir', 'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
@@ -15,8 +14,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
-import uuid
 from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from itertools import chain, repeat, takewhile
@@ -29,8 +26,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import xxhash
 
+from .cache import (Part, _cached, _first_salvaged, _open_segment, _shard_key, _slice, _tree_dir,
+                               _update_index, _write_segment)
 from .record import (
     AttemptRecord, BLOCK_KINDS, COST_COMPONENTS, CallRecord, ENDINGS, GO_ZERO_TIME, OUTCOMES, Price, RunRecord,
     SessionRecord, TOKEN_CATEGORIES, TOKEN_PRICES, TURN_STATUSES, TurnRecord, VerifyRecord, first_line_problem)
@@ -40,12 +38,14 @@ from .reader import Errors, ShardError, paused_gc, read_blocks, shard_paths
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "float0": pa.float64(), "bool": pa.bool_(),
                 "time": pa.timestamp("ns", tz="UTC"), "str": pa.string(), "cat": pa.string(), "raw": pa.string()}
 
+# %% ../nbs/04_tables.ipynb #2c222f64
 def _array(values, kind: str) -> pa.Array:
     "The Python `values` of a column of `kind` as a plain Arrow array (no value made missing yet)."
     if kind == "raw": values = [bytes(raw).decode() if raw else None for raw in values]
     elif kind == "time": values = [_epoch_ns(moment) for moment in values]
     return pa.array(values, _ARROW_TYPES[kind])
 
+# %% ../nbs/04_tables.ipynb #466aa800
 def _column(arrays: list, kind: str) -> pa.Array:
     "One Arrow column of `kind` (cat, str, int, float, bool, time, raw) from the `_array`s of its chunks, in order."
     column = pa.concat_arrays(arrays) if arrays else pa.array([], _ARROW_TYPES[kind])
@@ -57,8 +57,10 @@ def _column(arrays: list, kind: str) -> pa.Array:
 
 # %% ../nbs/04_tables.ipynb #3e8d0d1f
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
 _MICROSECOND = dt.timedelta(microseconds=1)
 
+# %% ../nbs/04_tables.ipynb #6556bb90
 def _epoch_ns(moment: dt.datetime) -> Optional[int]:
     ("Nanoseconds since the Unix epoch of a record's time (a `GoTime` or `datetime`), None when it has no place in "
      "`datetime64[ns]`.")
@@ -72,44 +74,62 @@ _RUN = [("run_id", "run_id", "cat"), ("commit", "commit", "cat"), ("edition", "e
         ("tier_confirmed", "tier_confirmed", "bool"), ("package", "package", "cat"), ("filter", "filter", "str"),
         ("corpus_digest", "corpus_digest", "cat"), ("contract_digest", "contract_digest", "cat"),
         ("budget_usd", "budget_usd", "float0"), ("repeat", "repeat", "int")]
+
 _PROVIDER = [("spec", "spec", "cat"), ("name", "name", "cat"), ("model", "model", "cat")]
+
 _PRICE = [(name, name, "float") for name in TOKEN_PRICES.values()] + [("retrieved_on", "retrieved_on", "cat")]
+
+# %% ../nbs/04_tables.ipynb #a08f15c3
 _SESSION = [("label", "label", "cat"), ("surface", "surface", "cat"), ("mode", "mode", "cat"),
             ("capabilities", "capabilities", "cat"), ("meta_param_schema", "meta_param_schema", "cat"),
             ("tier_pin", "tier_pin", "cat"), ("slice_size", "slice_size", "int"),
             ("served_tools", "served_tools", "int")]
+
+# %% ../nbs/04_tables.ipynb #d78eb3e1
 _ATTEMPT = [("attempt", "id", "str"), ("case", "case", "cat"), ("model", "model", "cat"), ("surface", "surface", "cat"),
             ("session", "session", "cat"), ("repeat", "repeat", "int"), ("ended_by", "ended_by", "cat"),
             ("reason", "reason", "str"), ("shown_tools", "shown_tools", "int"), ("overflowed", "overflowed", "bool")]
+
+# %% ../nbs/04_tables.ipynb #8d3bb0c9
 _TURN = [("attempt", "attempt", "str"), ("turn", "index", "int"), ("try", "try_", "int"), ("status", "status", "cat"),
          *[(name, f"usage.{name}", "int") for name in TOKEN_CATEGORIES], ("latency_ms", "latency_ms", "float0"),
          ("detail", "detail", "str")]
+
+# %% ../nbs/04_tables.ipynb #41db09f7
 _CALL = [("attempt", "attempt", "str"), ("turn", "turn", "int"), ("call", "index", "int"), ("tool", "tool", "cat"),
          ("outcome", "outcome", "cat"), ("requested_action", "requested_action", "cat"),
          ("dispatched_action", "dispatched_action", "cat"), ("dispatched_tool", "dispatched_tool", "cat"),
          ("refusal_reason", "refusal_reason", "cat"), ("dispatch_observed", "dispatch_observed", "bool"),
          ("duration_ms", "duration_ms", "float0"), ("requests", "requests", "int"),
          ("result_truncated", "result_truncated", "bool"), ("text_truncated", "text_truncated", "bool")]
+
+# %% ../nbs/04_tables.ipynb #37885096
 _VERIFY = [("attempt", "attempt", "str"), ("name", "name", "cat"), ("passed", "passed", "bool"),
            ("detail", "detail", "str")]
+
+# %% ../nbs/04_tables.ipynb #2a0afac4
 _BLOCK = [("kind", "kind", "cat"), ("tool", "tool", "cat"), ("call_id", "call_id", "str")]
+
+# %% ../nbs/04_tables.ipynb #158ce0dc
 _CONTENT = {"attempts": [("tool_digest", "tool_digest", "str"), ("stimulus", "stimulus", "str")],
             "turns": [("request_digest", "request_digest", "str")],
             "calls": [("trace_id", "trace_id", "str"), ("arguments", "arguments", "raw"), ("result", "result", "raw"),
                       ("text", "text", "str")],
             "blocks": [("text", "text", "str"), ("arguments", "arguments", "raw"), ("raw", "raw", "str")]}
 
+# %% ../nbs/04_tables.ipynb #626482a3
 def _fields(items: list) -> dict:
     "Every field of the objects `items` (all of one struct type): attribute -> tuple of values, one visit per object."
     if not items: return {}
     return dict(zip(type(items[0]).__struct_fields__, zip(*map(msgspec.structs.astuple, items))))
 
+# %% ../nbs/04_tables.ipynb #f7aa393f
 def _add_columns(arrays: dict, items: list, plan: list) -> dict:
     "Append the `_array` of each column of `plan` read from `items` to `arrays` (column -> list); return their fields."
     fields, nested = _fields(items), {}
     if not fields: return fields
     for name, attribute, kind in plan:
-        if attribute is None: continue  # computed by `_add_chunk`
+        if attribute is None: continue  # computed by `_add_computed`
         if "." in attribute:
             outer, inner = attribute.split(".", 1)
             if outer not in nested: nested[outer] = _fields(fields[outer])
@@ -118,6 +138,7 @@ def _add_columns(arrays: dict, items: list, plan: list) -> dict:
         arrays[name].append(_array(values, kind))
     return fields
 
+# %% ../nbs/04_tables.ipynb #6e3ba6b8
 def _columns(items: list, plan: list) -> dict:
     "The columns of `plan` read from the objects `items`."
     arrays = {name: [] for name, _, _ in plan}
@@ -131,10 +152,12 @@ def _positions(names: pa.Array, targets: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(names.type): names = names.dictionary_decode()
     return pc.index_in(names, value_set=targets).cast(pa.int64())
 
+# %% ../nbs/04_tables.ipynb #b5576367
 def _filled(array, value: int = -1) -> np.ndarray:
     "The integers `array` (an Arrow array or chunked array) as numpy, `value` where null (not copied when none is)."
     return (array.fill_null(value) if array.null_count else array).to_numpy()
 
+# %% ../nbs/04_tables.ipynb #8ebd9d24
 def _take(columns: dict, names, at: pa.Array) -> dict:
     ("The columns `names` of `columns` taken at positions `at` (null positions give missing values); a categorical "
      "taken keeps only the categories its rows hold, in the order first met.")
@@ -142,16 +165,19 @@ def _take(columns: dict, names, at: pa.Array) -> dict:
     return {name: _first_met_array(column) if pa.types.is_dictionary(column.type) else column
             for name, column in taken.items()}
 
+# %% ../nbs/04_tables.ipynb #aa84a767
 def _keyed(owners: np.ndarray, names: pa.Array) -> pa.Array:
     "`names` made unique across the shards of a batch: each prefixed by the number of its shard (`owners`)."
     if pa.types.is_dictionary(names.type): names = names.dictionary_decode()
     return pc.binary_join_element_wise(pa.array(owners).cast(pa.string()), names, "\x1f")
 
+# %% ../nbs/04_tables.ipynb #da0b9990
 def _starts(owners: np.ndarray, shards: int) -> np.ndarray:
     "Where each shard's rows start in a table of a batch whose rows belong to the shards `owners` (in order)."
     counts = np.bincount(owners, minlength=shards)
     return np.cumsum(counts) - counts
 
+# %% ../nbs/04_tables.ipynb #abcd8d5a
 def _local(at: pa.Array, starts: np.ndarray, owners: np.ndarray) -> pa.Array:
     "Positions `at` in a batch's table made positions in the shard of each row (`owners`); null stays null."
     return pc.subtract(at, pa.array(starts[owners], pa.int64())) if len(starts) > 1 else at
@@ -164,6 +190,7 @@ def _in_first_met_order(codes: np.ndarray, categories: int) -> bool:
     climbed = int(reached[-1]) - int(reached[0])  # its steps are whole and not negative, so they are all 0 or 1
     return reached[0] <= 0 and reached[-1] == categories - 1 and np.count_nonzero(np.diff(reached)) == climbed
 
+# %% ../nbs/04_tables.ipynb #36673bc2
 def _relabelled(codes: np.ndarray, values: pa.Array) -> tuple:
     ("`(codes, values)`: the category `codes` (-1 missing) of the categories `values` renumbered among those they "
      "hold, in the order first met (as they were when already so).")
@@ -173,11 +200,13 @@ def _relabelled(codes: np.ndarray, values: pa.Array) -> tuple:
     renumbered[held] = np.arange(len(held))
     return renumbered[codes], values.take(pa.array(held, pa.int64()))
 
+# %% ../nbs/04_tables.ipynb #4c60c1a4
 def _dictionary_array(codes: np.ndarray, values: pa.Array, index_type=pa.int32()) -> pa.DictionaryArray:
     ("The category `codes` (-1 missing) among `values` as a dictionary array; a missing row's index is 0, not -1, "
      "because Arrow reads the index of a null row too when it unifies dictionaries.")
     return pa.DictionaryArray.from_arrays(pa.array(np.maximum(codes, 0), index_type, mask=codes < 0), values)
 
+# %% ../nbs/04_tables.ipynb #38aefd03
 def _first_met_array(array: pa.DictionaryArray) -> pa.DictionaryArray:
     "The dictionary `array` with the categories its rows hold, in the order first met (itself when they are)."
     codes, values = _relabelled(_filled(array.indices), array.dictionary)
@@ -187,6 +216,7 @@ def _first_met_array(array: pa.DictionaryArray) -> pa.DictionaryArray:
 # %% ../nbs/04_tables.ipynb #a85fff4d
 RUN_COLUMNS = ("run_id", "commit", "edition", "tier")  # the run columns every table carries
 
+# %% ../nbs/04_tables.ipynb #76b817ea
 def _encoded(values: list) -> tuple:
     ("`(codes, dictionary)` of one value per shard: each shard's position in `dictionary` (-1 where None or empty), "
      "and -1 last.")
@@ -194,6 +224,7 @@ def _encoded(values: list) -> tuple:
     codes = np.array([distinct.setdefault(value, len(distinct)) if value else -1 for value in values] + [-1], np.int32)
     return codes, pa.array(list(distinct), pa.string())
 
+# %% ../nbs/04_tables.ipynb #086b7cce
 def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
     ("A categorical column holding, for each row, the value of its shard (`encoded` by `_encoded`), missing where it "
      "has none, its categories in the order first met.")
@@ -208,6 +239,7 @@ def _per_shard(encoded: tuple, owners: np.ndarray) -> pa.DictionaryArray:
     column = _dictionary_array(at, dictionary)
     return column if in_shard_order else _first_met_array(column)  # out of shard order: renumbered row by row
 
+# %% ../nbs/04_tables.ipynb #ffa4e003
 def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:
     ("`columns` as a table, with the run columns and the path of each row's shard (`constants`: column -> `_encoded` "
      "values per shard).")
@@ -216,13 +248,17 @@ def _with_run(columns: dict, constants: dict, owners: np.ndarray) -> pa.Table:
 
 # %% ../nbs/04_tables.ipynb #6cb5524e
 COST_COLUMNS = tuple(f"cost_{component}" for component in COST_COMPONENTS)  # a turn's cost, per component
+
+# %% ../nbs/04_tables.ipynb #832e0274
 _NO_PRICE = Price(**{name: float("nan") for name in TOKEN_PRICES.values()})
 
+# %% ../nbs/04_tables.ipynb #386888d1
 def _price_matrix(prices: list) -> np.ndarray:
     "An (n, 4) array of per-million prices in `TOKEN_CATEGORIES` order, NaN rows for a missing price."
     return np.array([[getattr(p or _NO_PRICE, name) for name in TOKEN_PRICES.values()] for p in prices],
                     np.float64).reshape(len(prices), len(TOKEN_PRICES))
 
+# %% ../nbs/04_tables.ipynb #4cc768d9
 def _costs(tokens: np.ndarray, prices: np.ndarray) -> dict:
     "The cost columns of turns with `tokens` (n, 4) billed at `prices` (n, 4 per million)."
     parts = tokens * prices / 1e6
@@ -234,12 +270,20 @@ def _costs(tokens: np.ndarray, prices: np.ndarray) -> dict:
 # %% ../nbs/04_tables.ipynb #2e24d835
 _PAYLOADS = {RunRecord: "run", SessionRecord: "session", AttemptRecord: "attempt", TurnRecord: "turn",
              CallRecord: "call", VerifyRecord: "verify"}
+
 _CODES = {record_type: code for code, record_type in enumerate(_PAYLOADS)}
+
+# %% ../nbs/04_tables.ipynb #dcd38de5
 TABLES = ("runs", "providers", "sessions", "attempts", "turns", "calls", "verifies", "blocks")  # the tables, in order
+
+# %% ../nbs/04_tables.ipynb #5b29d412
 # what a turn, call, verify, block knows of its attempt
 ATTEMPT_COLUMNS = ("case", "model", "surface", "session", "ended_by")
+
+# %% ../nbs/04_tables.ipynb #4daa23bd
 SESSION_COLUMNS = ("mode", "capabilities", "served_tools")  # what an attempt knows of its session
 
+# %% ../nbs/04_tables.ipynb #dd6ec604
 def _payloads(records: list, owners: np.ndarray) -> dict:
     ("Line type -> `(payloads, their shards)`: the payloads of `records` (of the shards `owners`) grouped by type, in "
      "file order.")
@@ -284,6 +328,7 @@ def _attempt_prices(models: pa.Array, prices: dict) -> np.ndarray:
     used, at = np.unique(np.append(at, len(prices)), return_inverse=True)  # only the prices some attempt is billed at
     return _price_matrix([listed[i] for i in used])[at]
 
+# %% ../nbs/04_tables.ipynb #d5caf15d
 def _first_prices(first: list, single: bool) -> dict:
     "The prices of each shard's first run line, by spec (by shard number and spec, as `_keyed` spells it, in a batch)."
     prices = {}
@@ -294,9 +339,12 @@ def _first_prices(first: list, single: bool) -> dict:
 
 # %% ../nbs/04_tables.ipynb #a9155228
 CHUNK_LINES = 2048  # lines turned into columns at a time, then freed
+
+# %% ../nbs/04_tables.ipynb #09312a0c
 # table -> line type
 _LINE_TYPES = {"sessions": "session", "attempts": "attempt", "turns": "turn", "calls": "call", "verifies": "verify"}
 
+# %% ../nbs/04_tables.ipynb #70592500
 def _plans(content: bool) -> dict:
     "Table -> the plan of its columns read from lines (with the `content` columns when `content` is true)."
     plan = lambda name, base: base + (_CONTENT.get(name, []) if content else [])
@@ -305,6 +353,7 @@ def _plans(content: bool) -> dict:
             "turns": plan("turns", _TURN), "calls": plan("calls", _CALL), "verifies": plan("verifies", _VERIFY),
             "blocks": [("block", None, "int")] + plan("blocks", _BLOCK) + [("turn_key", None, "int")]}
 
+# %% ../nbs/04_tables.ipynb #3b33162b
 def _chunks(records: list):
     ("`(start, chunk)`: `records` in chunks of `CHUNK_LINES`, each chunk's places in `records` emptied, so that its "
      "objects go when the chunk does.")
@@ -313,13 +362,32 @@ def _chunks(records: list):
         records[start:start + CHUNK_LINES] = repeat(None, len(chunk))
         yield start, chunk
 
+# %% ../nbs/04_tables.ipynb #f5e94123
 class _RuleBroken(Exception):
     "A line read without its rules checked (`read_blocks(rules=False)`) breaks one."
 
+# %% ../nbs/04_tables.ipynb #958e745f
 def _check_rules(lines: list, columns: Optional[dict] = None):
     "Raise `_RuleBroken` when one of `lines` (payloads of one type, their `columns` as `_fields` has them) breaks a rule."
     if first_line_problem(lines, columns): raise _RuleBroken
 
+# %% ../nbs/04_tables.ipynb #4cc0ee80
+def _add_computed(arrays: dict, owners: dict, fields: dict, turn_owners: np.ndarray, turns_before: int, plans: dict):
+    ("Append the columns computed from a chunk's `fields` (table -> `_fields`): a session's scopes, an attempt's "
+     "facts, the blocks of its turns (the turns of the shards `turn_owners`, after `turns_before` others).")
+    if sessions := fields["sessions"]:
+        arrays["sessions"]["token_scopes"].append(_array([",".join(s) for s in sessions["token_scopes"]], "cat"))
+    if (attempts := fields["attempts"]) and "facts" in arrays["attempts"]:
+        facts = [msgspec.json.encode(facts).decode() if facts else "" for facts in attempts["facts"]]
+        arrays["attempts"]["facts"].append(_array(facts, "str"))
+    if turns := fields["turns"]:
+        blocks, turn_at, number = _flatten_blocks(turns["blocks"])
+        arrays["blocks"]["block"].append(_array(number, "int"))
+        arrays["blocks"]["turn_key"].append(_array(turn_at + turns_before, "int"))
+        owners["blocks"].append(turn_owners[turn_at])
+        _add_columns(arrays["blocks"], blocks, plans["blocks"])
+
+# %% ../nbs/04_tables.ipynb #294d1dc9
 def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray, plans: dict, runs: list, rules: bool):
     ("Append the `_array`s of the lines `chunk` (of the shards `chunk_owners`) to `arrays`, their shards to `owners`, "
      "and its run lines to `runs`; unless the reader checked the lines' `rules`, check them here.")
@@ -334,28 +402,9 @@ def _add_chunk(arrays: dict, owners: dict, chunk: list, chunk_owners: np.ndarray
         fields[table] = _add_columns(arrays[table], items, plans[table])
         if not rules: _check_rules(items, fields[table])
         owners[table].append(shards)
-    if sessions := fields["sessions"]:
-        arrays["sessions"]["token_scopes"].append(_array([",".join(s) for s in sessions["token_scopes"]], "cat"))
-    if (attempts := fields["attempts"]) and "facts" in arrays["attempts"]:
-        facts = [msgspec.json.encode(facts).decode() if facts else "" for facts in attempts["facts"]]
-        arrays["attempts"]["facts"].append(_array(facts, "str"))
-    if turns := fields["turns"]:
-        blocks, turn_at, number = _flatten_blocks(turns["blocks"])
-        arrays["blocks"]["block"].append(_array(number, "int"))
-        arrays["blocks"]["turn_key"].append(_array(turn_at + turns_before, "int"))
-        owners["blocks"].append(lines["turn"][1][turn_at])
-        _add_columns(arrays["blocks"], blocks, plans["blocks"])
+    _add_computed(arrays, owners, fields, lines["turn"][1], turns_before, plans)
 
 # %% ../nbs/04_tables.ipynb #6bbee3b3
-class Part(dict):
-    ("The tables of a batch of shards (name -> `pyarrow.Table`), with the shards' `paths`, each table's rows per "
-     "shard (`counts`), the `problems` salvaged, and whether its categoricals are known to be in first-met order.")
-    def __init__(self, tables: dict, paths: list, counts: dict, problems: pa.Table, first_met: bool = False):
-        super().__init__(tables)
-        self.paths, self.counts, self.problems = paths, counts, problems
-        self.first_met = first_met  # each categorical holds the categories its rows hold, in the order first met
-    def __reduce__(self): return Part, (dict(self), self.paths, self.counts, self.problems, self.first_met)
-
 _PROBLEM_TYPES = {"shard": pa.string(), "line": pa.int64(), "field": pa.string(), "why": pa.string()}
 
 def _problems_table(problems: list) -> pa.Table:
@@ -363,86 +412,129 @@ def _problems_table(problems: list) -> pa.Table:
     return pa.table({name: pa.array([getattr(p, "path" if name == "shard" else name) for p in problems], kind)
                      for name, kind in _PROBLEM_TYPES.items()})
 
+# %% ../nbs/04_tables.ipynb #a192875a
 def _joined(arrays: list) -> np.ndarray:
     "The numpy `arrays` end to end (an empty array of positions when there are none)."
     return np.concatenate(arrays).astype(np.intp, copy=False) if arrays else np.empty(0, np.intp)
 
+# %% ../nbs/04_tables.ipynb #64a2d5c4
 def _add_records(arrays: dict, owners: dict, records: list, record_owners: list, plans: dict, runs: list, rules: bool):
     "Turn `records` (of the shards `record_owners`, an array per block) into columns, `CHUNK_LINES` lines at a time."
     record_owners = _joined(record_owners)
     for start, chunk in _chunks(records):
         _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs, rules)
 
+# %% ../nbs/04_tables.ipynb #98497ff6
+def _read_columns(paths: list, content: bool, errors: Errors, rules: bool, problems: list) -> tuple:
+    ("`(columns, owners, runs)`: table -> column -> Arrow array of the lines of the shards `paths`, the shard of each "
+     "row, and the run lines; each refusal salvaged is appended to `problems`.")
+    plans, runs = _plans(content), []
+    arrays = {table: {name: [] for name, _, _ in plan} for table, plan in plans.items()}
+    owners = {table: [] for table in ("runs", *plans)}
+    records, record_owners = [], []
+    for number, path in enumerate(paths):
+        for block in read_blocks(path, errors, problems, rules):
+            record_owners.append(np.full(len(block), number, np.intp))
+            records += block
+            block.clear()  # `records` alone holds the objects, so that each chunk's go when it does
+            if len(records) >= CHUNK_LINES:  # a block's lines, or a few small shards': into columns
+                _add_records(arrays, owners, records, record_owners, plans, runs, rules)
+                records, record_owners = [], []
+    _add_records(arrays, owners, records, record_owners, plans, runs, rules)
+    owners = {table: _joined(shards) for table, shards in owners.items()}
+    columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan}
+               for table, plan in plans.items()}
+    return columns, owners, runs
+
+# %% ../nbs/04_tables.ipynb #90e7db06
+def _run_constants(runs: list, run_owners: np.ndarray, paths: list) -> tuple:
+    ("`(first, constants)`: each shard's first run line (None without one), and the run columns and path of each "
+     "shard, `_encoded`.")
+    first = [None] * len(paths)
+    for run, owner in zip(reversed(runs), run_owners[::-1].tolist()): first[owner] = run
+    constants = {name: _encoded([run and getattr(run, name) for run in first]) for name in RUN_COLUMNS}
+    constants["shard"] = _encoded(paths)
+    return first, constants
+
+# %% ../nbs/04_tables.ipynb #1600fc65
+def _with_session(columns: dict, owners: dict, starts: dict, keyed):
+    "Give each attempt of `columns` the columns of its session (`SESSION_COLUMNS`) and its `session_key`."
+    sessions, attempts = columns["sessions"], columns["attempts"]
+    session_at = _positions(keyed(owners["attempts"], attempts["session"]),
+                            keyed(owners["sessions"], sessions["label"]))
+    attempts.update(_take(sessions, SESSION_COLUMNS, session_at),
+                    session_key=_local(session_at, starts["sessions"], owners["attempts"]))
+
+# %% ../nbs/04_tables.ipynb #8b9659a1
+def _join_to_attempts(columns: dict, owners: dict, starts: dict, keyed) -> dict:
+    ("Give each turn, call and verify of `columns` its attempt's columns (`ATTEMPT_COLUMNS`) and `attempt_key`; "
+     "return table -> the position of each line's attempt.")
+    attempts = columns["attempts"]
+    attempt_names = keyed(owners["attempts"], attempts["attempt"])
+    found = {}
+    for name in ("turns", "calls", "verifies"):
+        table = columns[name]
+        at = found[name] = _positions(keyed(owners[name], table["attempt"]), attempt_names)
+        table.update(_take(attempts, ATTEMPT_COLUMNS, at), attempt_key=_local(at, starts["attempts"], owners[name]))
+    return found
+
+# %% ../nbs/04_tables.ipynb #c59f85c8
+def _price_turns(columns: dict, owners: dict, first: list, keyed, turn_attempt: pa.Array):
+    ("Give each turn of `columns` its cost columns, at the price of its attempt's model in its shard's `first` run "
+     "line (`turn_attempt`: the position of each turn's attempt).")
+    attempts, turns = columns["attempts"], columns["turns"]
+    prices = _first_prices(first, len(first) == 1)
+    attempt_prices = _attempt_prices(keyed(owners["attempts"], attempts["model"]), prices)
+    tokens = np.column_stack([turns[name].to_numpy() for name in TOKEN_CATEGORIES])
+    tokens = tokens.reshape(-1, len(TOKEN_CATEGORIES))
+    priced_at = _filled(turn_attempt, len(attempts["attempt"]))
+    turns.update(_costs(tokens, attempt_prices[priced_at]))
+
+# %% ../nbs/04_tables.ipynb #0d5eb791
+def _blocks_joined(columns: dict, owners: dict, starts: dict) -> dict:
+    "The columns of the blocks: their turn's attempt, turn and try, their own, their attempt's, and their keys."
+    turns, turn_at = columns["turns"], columns["blocks"]["turn_key"]
+    blocks = _take(turns, ("attempt", "turn", "try"), turn_at)
+    blocks.update(columns["blocks"])
+    blocks.update(_take(turns, (*ATTEMPT_COLUMNS, "attempt_key"), turn_at))
+    blocks["turn_key"] = _local(turn_at, starts["turns"], owners["blocks"])
+    return blocks
+
+# %% ../nbs/04_tables.ipynb #3042da18
+def _shard_counts(owners: dict, problems: list, paths: list) -> dict:
+    "Each table's rows per shard of `paths` (the shard of each row in `owners`), and the `problems` of each."
+    counts = {name: np.bincount(owners[name], minlength=len(paths)) for name in TABLES}
+    refused = dict(zip(*np.unique([p.path for p in problems], return_counts=True))) if problems else {}
+    counts["problems"] = np.array([refused.get(path, 0) for path in paths], np.int64)
+    return counts
+
+# %% ../nbs/04_tables.ipynb #9bdd8c37
 def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -> Part:
     ("The tables of the shard files `paths`, each shard read (strictly, or salvaging with `errors='collect'`), joined "
      "and priced within itself.")
     try: return _batch_tables(paths, content, errors, rules=False)  # the rules checked a chunk at a time
     except (_RuleBroken, ShardError): return _batch_tables(paths, content, errors, rules=True)  # each line checked
 
+# %% ../nbs/04_tables.ipynb #e31afe72
 def _batch_tables(paths: list, content: bool, errors: Errors, rules: bool) -> Part:
     "`batch_tables`, the reader checking each line's `rules` (or not, `_add_chunk` checking them)."
-    paths = [os.fspath(p) for p in paths]
-    plans, runs, problems, single = _plans(content), [], [], len(paths) == 1
-    arrays = {table: {name: [] for name, _, _ in plan} for table, plan in plans.items()}
-    owners = {table: [] for table in ("runs", *plans)}
-    keyed = (lambda shards, names: names) if single else _keyed
+    paths, problems = [os.fspath(p) for p in paths], []
+    keyed = (lambda shards, names: names) if len(paths) == 1 else _keyed  # one shard: its names are unique
     with paused_gc():
-        records, record_owners = [], []
-        for number, path in enumerate(paths):
-            for block in read_blocks(path, errors, problems, rules):
-                record_owners.append(np.full(len(block), number, np.intp))
-                records += block
-                block.clear()  # `records` alone holds the objects, so that each chunk's go when it does
-                if len(records) >= CHUNK_LINES:  # a block's lines, or a few small shards': into columns
-                    _add_records(arrays, owners, records, record_owners, plans, runs, rules)
-                    records, record_owners = [], []
-        _add_records(arrays, owners, records, record_owners, plans, runs, rules)
-        owners = {table: _joined(shards) for table, shards in owners.items()}
-        columns = {table: {name: _column(arrays[table].pop(name), kind) for name, _, kind in plan}
-                   for table, plan in plans.items()}
-        first = [None] * len(paths)  # each shard's first run line
-        for run, owner in zip(reversed(runs), owners["runs"][::-1].tolist()): first[owner] = run
-        constants = {name: _encoded([run and getattr(run, name) for run in first]) for name in RUN_COLUMNS}
-        constants["shard"] = _encoded(paths)
+        columns, owners, runs = _read_columns(paths, content, errors, rules, problems)
+        first, constants = _run_constants(runs, owners["runs"], paths)
         runs_table, providers_table, owners["providers"] = _run_tables(runs, owners["runs"], constants["shard"])
         starts = {table: _starts(owners[table], len(paths)) for table in ("sessions", "attempts", "turns")}
-        sessions, attempts = columns["sessions"], columns["attempts"]
-        session_at = _positions(keyed(owners["attempts"], attempts["session"]),
-                                keyed(owners["sessions"], sessions["label"]))
-        attempts.update(_take(sessions, SESSION_COLUMNS, session_at),
-                        session_key=_local(session_at, starts["sessions"], owners["attempts"]))
-        attempt_prices = _attempt_prices(keyed(owners["attempts"], attempts["model"]), _first_prices(first, single))
-        attempt_names = keyed(owners["attempts"], attempts["attempt"])
-
-        def child(name):
-            "A table whose lines name an attempt: its own columns, its attempt's, and its key."
-            table = columns[name]
-            at = _positions(keyed(owners[name], table["attempt"]), attempt_names)
-            table.update(_take(attempts, ATTEMPT_COLUMNS, at), attempt_key=_local(at, starts["attempts"], owners[name]))
-            return table, at
-
-        turns, turn_attempt = child("turns")
-        tokens = np.column_stack([turns[name].to_numpy() for name in TOKEN_CATEGORIES])
-        tokens = tokens.reshape(-1, len(TOKEN_CATEGORIES))
-        priced_at = _filled(turn_attempt, len(attempts["attempt"]))
-        turns.update(_costs(tokens, attempt_prices[priced_at]))
-        calls, _ = child("calls")
-        verifies, _ = child("verifies")
-
-        turn_at = columns["blocks"]["turn_key"]
-        blocks = _take(turns, ("attempt", "turn", "try"), turn_at)
-        blocks.update(columns["blocks"])
-        blocks.update(_take(turns, (*ATTEMPT_COLUMNS, "attempt_key"), turn_at))
-        blocks["turn_key"] = _local(turn_at, starts["turns"], owners["blocks"])
+        _with_session(columns, owners, starts, keyed)
+        attempt_at = _join_to_attempts(columns, owners, starts, keyed)
+        _price_turns(columns, owners, first, keyed, attempt_at["turns"])
+        columns["blocks"] = _blocks_joined(columns, owners, starts)
         tables = {"runs": runs_table, "providers": providers_table,
-                  **{name: _with_run(table, constants, owners[name]) for name, table in (
-                      ("sessions", sessions), ("attempts", attempts), ("turns", turns), ("calls", calls),
-                      ("verifies", verifies), ("blocks", blocks))}}
-        counts = {name: np.bincount(owners[name], minlength=len(paths)) for name in TABLES}
-        refused = dict(zip(*np.unique([p.path for p in problems], return_counts=True))) if problems else {}
-        counts["problems"] = np.array([refused.get(path, 0) for path in paths], np.int64)
+                  **{name: _with_run(columns[name], constants, owners[name]) for name in TABLES[2:]}}
+        counts = _shard_counts(owners, problems, paths)
         return Part(tables, paths, counts, _problems_table(problems), first_met=True)  # see `_first_met_array`
 
+# %% ../nbs/04_tables.ipynb #c54e6cc9
 def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
     "The tables of the one shard file at `path` (the batch of one shard; see `batch_tables`)."
     return batch_tables([path], content, errors)
@@ -450,15 +542,21 @@ def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
 # %% ../nbs/04_tables.ipynb #81055008
 # column -> its vocabulary
 VOCABULARY_COLUMNS = {"ended_by": ENDINGS, "status": TURN_STATUSES, "kind": BLOCK_KINDS, "outcome": OUTCOMES}
+
+# %% ../nbs/04_tables.ipynb #e0199687
 # key column -> table it points into
 _KEYS = {"session_key": "sessions", "attempt_key": "attempts", "turn_key": "turns"}
+
+# %% ../nbs/04_tables.ipynb #b9715a47
 _INDEX = {"sessions": "session_key", "attempts": "attempt_key", "turns": "turn_key"}  # table -> name of its index
 
+# %% ../nbs/04_tables.ipynb #3798a86d
 def _global_key(column: pa.ChunkedArray, offsets: np.ndarray) -> pd.arrays.IntegerArray:
     "A key column of per-shard positions made global by `offsets` (one per row), missing where it was null."
     local = _filled(column)
     return pd.arrays.IntegerArray(local + offsets, local < 0)
 
+# %% ../nbs/04_tables.ipynb #2fce1af1
 def _first_met(column: pd.Series) -> pd.Series:
     "A categorical `column` with the categories its rows hold, in the order they are first met down the column."
     codes, categories = column.cat.codes.to_numpy(), column.cat.categories
@@ -467,6 +565,7 @@ def _first_met(column: pd.Series) -> pd.Series:
     held = pd.unique(codes[codes >= 0])  # in the order first met
     return column.cat.set_categories(pd.Index(categories[held], dtype="str"))
 
+# %% ../nbs/04_tables.ipynb #94c9d94b
 def _as_shown(column: pa.ChunkedArray, vocabulary=None, first_met: bool = False) -> tuple:
     ("`(codes, categories)` of a dictionary `column`: its categories as shown (see `_categories`), each row's code "
      "(-1: none); `first_met` when its chunks are known to be in first-met order.")
@@ -484,6 +583,7 @@ def _as_shown(column: pa.ChunkedArray, vocabulary=None, first_met: bool = False)
     moved = np.append(_filled(_positions(values, shown)), -1)[codes]
     return moved, shown.to_pylist()
 
+# %% ../nbs/04_tables.ipynb #076c24a0
 def _categorical(codes: np.ndarray, categories: list, dtypes: dict) -> pd.Categorical:
     ("A categorical of `codes` among `categories`, of the dtype in `dtypes` (categories -> dtype) shared by columns "
      "of the same categories.")
@@ -492,6 +592,7 @@ def _categorical(codes: np.ndarray, categories: list, dtypes: dict) -> pd.Catego
     if key not in dtypes: dtypes[key] = pd.CategoricalDtype(pd.Index(categories, dtype="str"))
     return pd.Categorical.from_codes(codes, dtype=dtypes[key], validate=False)  # codes made in range
 
+# %% ../nbs/04_tables.ipynb #92484bd2
 def _categories(frame: pd.DataFrame) -> pd.DataFrame:
     ("`frame` with the categoricals of vocabularies holding their whole vocabulary, in its order, and the others in "
      "the order first met.")
@@ -511,12 +612,14 @@ def _counts(part: Mapping) -> dict:
     "Each table's rows per shard of `part` (a `Part`, or the plain tables of one shard)."
     return part.counts if isinstance(part, Part) else {name: np.array([part[name].num_rows]) for name in TABLES}
 
+# %% ../nbs/04_tables.ipynb #817e981b
 def _relative(paths: list, root) -> list:
     "The shard `paths` relative to `root` (a prefix cut off when they are all under it, as a load's are)."
     prefix = os.path.join(os.path.abspath(root), "")
     if all(path.startswith(prefix) for path in paths): return [path[len(prefix):] for path in paths]
     return [os.path.relpath(path, root) for path in paths]
 
+# %% ../nbs/04_tables.ipynb #5b2e4d1a
 def _shard_values(parts: list, rows: dict, root) -> dict:
     ("What every row of a shard holds, one value per shard of `parts` in walk order: its path (relative to `root`) "
      "and the run columns of its first run line (missing without one).")
@@ -526,6 +629,7 @@ def _shard_values(parts: list, rows: dict, root) -> dict:
     values = {name: runs.column(name).take(first).cast(pa.string()).combine_chunks() for name in RUN_COLUMNS}
     return {**values, "shard": pa.array(paths if root is None else _relative(paths, root), pa.string())}
 
+# %% ../nbs/04_tables.ipynb #07953988
 def _repeated(values: pa.Array, rows: np.ndarray) -> tuple:
     ("`(codes, categories)` of a column holding, for each shard, its one value of `values` down its `rows` rows: the "
      "categories its rows hold, in the order first met.")
@@ -533,6 +637,25 @@ def _repeated(values: pa.Array, rows: np.ndarray) -> tuple:
     encoded = values.filter(pa.array(held)).dictionary_encode()  # numbered as met; a missing value has none
     return np.repeat(_filled(encoded.indices), rows[held]), encoded.dictionary.to_pylist()
 
+# %% ../nbs/04_tables.ipynb #94d39533
+def _built(table: pa.Table, name: str, rows: dict, per_shard: dict, first_met: bool, dtypes: dict) -> dict:
+    ("The columns of the table `name` (`table`, all its parts) that are made here: the keys, made global, and the "
+     "categoricals; `rows`: each table's rows per shard.")
+    built = {}
+    # a run or provider line keeps its own line's run columns; the other lines take their shard's first
+    constant = {"shard"} if name in ("runs", "providers") else {"shard", *RUN_COLUMNS}
+    for column, kind in zip(table.column_names, table.schema.types):
+        if column in _KEYS:
+            target = rows[_KEYS[column]]
+            built[column] = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
+        elif column in constant:  # made from one value per shard, not from every row's
+            built[column] = _categorical(*_repeated(per_shard[column], rows[name]), dtypes)
+        elif pa.types.is_dictionary(kind):
+            shown = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column), first_met)
+            built[column] = _categorical(*shown, dtypes)
+    return built
+
+# %% ../nbs/04_tables.ipynb #9f4e0e31
 def _frames(parts: list, root) -> dict:
     ("One DataFrame per table from the per-shard Arrow tables `parts`, with global keys and shard paths relative to "
      "`root`.")
@@ -542,18 +665,7 @@ def _frames(parts: list, root) -> dict:
     per_shard = _shard_values(parts, rows, root)
     for name in TABLES:
         table = pa.concat_tables([part[name] for part in parts])
-        built = {}  # the keys and categoricals, made here; the rest by Arrow
-        # a run or provider line keeps its own line's run columns; the other lines take their shard's first
-        constant = {"shard"} if name in ("runs", "providers") else {"shard", *RUN_COLUMNS}
-        for column, kind in zip(table.column_names, table.schema.types):
-            if column in _KEYS:
-                target = rows[_KEYS[column]]
-                built[column] = _global_key(table.column(column), np.repeat(np.cumsum(target) - target, rows[name]))
-            elif column in constant:  # made from one value per shard, not from every row's
-                built[column] = _categorical(*_repeated(per_shard[column], rows[name]), dtypes)
-            elif pa.types.is_dictionary(kind):
-                shown = _as_shown(table.column(column), VOCABULARY_COLUMNS.get(column), first_met)
-                built[column] = _categorical(*shown, dtypes)
+        built = _built(table, name, rows, per_shard, first_met, dtypes)
         plain = table.drop_columns(list(built)).to_pandas(use_threads=False)
         # one frame made at once: inserting the columns one by one costs pandas a look-up and a new index each
         frame = pd.DataFrame({column: built[column] if column in built else plain[column].array
@@ -594,6 +706,7 @@ def _problems(parts: list, root) -> pd.DataFrame:
     if root is not None: frame["shard"] = [os.path.relpath(p, root) for p in frame.shard]
     return frame
 
+# %% ../nbs/04_tables.ipynb #c480c450
 def problem_errors(problems: pd.DataFrame, root=None) -> list:
     ("Each row of a problems table (`Tables.problems`) as the `ShardError` it stands for, its shard path joined to "
      "`root` when one is given.")
@@ -602,6 +715,7 @@ def problem_errors(problems: pd.DataFrame, root=None) -> list:
                        problem.field if isinstance(problem.field, str) else None, problem.why)
             for problem in problems.itertuples(index=False)]
 
+# %% ../nbs/04_tables.ipynb #ed417a76
 def combine(parts: list, root=None) -> "Tables":
     ("The `Tables` of a tree from the `batch_tables` (or `shard_tables`) of its shards, in walk order; `shard` paths "
      "are made relative to `root`.")
@@ -618,6 +732,7 @@ def _many(value) -> bool:
     "Whether a filter value is a collection of values rather than one value."
     return isinstance(value, (list, tuple, set, frozenset, range, np.ndarray, pd.Index, pd.Series))
 
+# %% ../nbs/04_tables.ipynb #adb45615
 def _matching(frame: pd.DataFrame, conditions: dict) -> np.ndarray:
     "A boolean mask of the rows of `frame` whose columns hold the values `conditions` ask for."
     mask = np.ones(len(frame), bool)
@@ -627,15 +742,68 @@ def _matching(frame: pd.DataFrame, conditions: dict) -> np.ndarray:
         mask &= hits.to_numpy(dtype=bool, na_value=False)
     return mask
 
+# %% ../nbs/04_tables.ipynb #fea5f11f
 def _within(values, keys) -> np.ndarray:
     "A boolean mask of the `values` (a Series or an Index) that are among `keys`; a missing value is not."
     hits = values.isin(keys)
     return hits.to_numpy(dtype=bool, na_value=False) if isinstance(hits, pd.Series) else np.asarray(hits, bool)
 
+# %% ../nbs/04_tables.ipynb #6dd0190f
 def _as_price(price) -> Optional[Price]:
     "A `Price` from a `Price`, a mapping of its fields, or None."
     if price is None or isinstance(price, Price): return price
     return msgspec.convert(dict(price), Price)
+
+# %% ../nbs/04_tables.ipynb #d240d389
+def _kept(attempts: pd.DataFrame, mask, conditions: dict) -> np.ndarray:
+    "A boolean mask of the `attempts` matching `conditions` (column -> value or values) and `mask` (None: any)."
+    unknown = [name for name in conditions if name not in attempts.columns]
+    if unknown: raise ValueError(f"where() narrows by columns of attempts; {', '.join(map(repr, unknown))} "
+                                 f"is not one (they are: {', '.join(attempts.columns)})")
+    keep = _matching(attempts, conditions)
+    if isinstance(mask, pd.Series):
+        keep &= mask.reindex(attempts.index, fill_value=False).to_numpy(dtype=bool)
+    elif mask is not None:
+        if len(mask) != len(attempts):
+            raise ValueError(f"the mask has {len(mask)} values for {len(attempts)} attempts")
+        keep &= np.asarray(mask, bool)
+    return keep
+
+# %% ../nbs/04_tables.ipynb #75fe08f8
+def _cut(frame: pd.DataFrame, own: list, conditions: dict, key, keys, masked: bool) -> pd.DataFrame:
+    ("`frame` cut by the `conditions` on its own columns `own`, and by `key` among `keys` when those say less (or "
+     "the attempts were `masked`).")
+    mask = _matching(frame, {name: conditions[name] for name in own})
+    if masked or len(own) < len(conditions): mask &= _within(key, keys)
+    return frame[mask]
+
+# %% ../nbs/04_tables.ipynb #4f736f0b
+def _narrowed(tables, kept: pd.DataFrame, conditions: dict, masked: bool) -> dict:
+    "Table -> its frame of `tables` cut to what belongs to the attempts `kept` (see `_cut`)."
+    cut = lambda frame, own, key, keys: _cut(frame, own, conditions, key, keys, masked)
+    frames = {"attempts": kept}
+    for name in ("turns", "calls", "verifies", "blocks"):
+        frame = tables[name]
+        frames[name] = cut(frame, [n for n in conditions if n in frame.columns], frame.attempt_key, kept.index)
+    sessions = tables.sessions
+    frames["sessions"] = cut(sessions, [n for n in conditions if n in sessions.columns], sessions.index,
+                             kept.session_key.dropna().unique())
+    run_conditions, shards = [n for n in conditions if n in RUN_COLUMNS or n == "shard"], kept.shard.unique()
+    frames["runs"] = cut(tables.runs, run_conditions, tables.runs.shard, shards)
+    providers = cut(tables.providers, run_conditions, tables.providers.shard, shards)
+    if "model" in conditions: providers = providers[_matching(providers, {"spec": conditions["model"]})]
+    frames["providers"] = providers
+    return frames
+
+# %% ../nbs/04_tables.ipynb #882f779b
+def _repriced(turns: pd.DataFrame, prices: Mapping) -> pd.DataFrame:
+    "`turns` with every cost column computed from `prices` (spec -> `Price` or dict of its fields, else unpriced)."
+    turns = turns.copy(deep=False)
+    models = turns.model.cat
+    matrix = _price_matrix([_as_price(prices.get(spec)) for spec in models.categories] + [None])
+    tokens = turns[list(TOKEN_CATEGORIES)].to_numpy(np.float64)
+    for name, values in _costs(tokens, matrix[models.codes]).items(): turns[name] = values
+    return turns
 
 # %% ../nbs/04_tables.ipynb #0f027cd0
 class Tables:
@@ -669,66 +837,40 @@ class Tables:
         where = f"shards under <code>{os.path.relpath(self.root)}</code>"
         return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; {where}.{problems}</p>"
 
-    def where(self, attempts=None, /, **conditions) -> "Tables":
-        ("These tables narrowed to the attempts matching `conditions` (column=value or column=[values]) and the "
-         "boolean mask `attempts`.")
-        unknown = [name for name in conditions if name not in self.attempts.columns]
-        if unknown: raise ValueError(f"where() narrows by columns of attempts; {', '.join(map(repr, unknown))} "
-                                     f"is not one (they are: {', '.join(self.attempts.columns)})")
-        keep = _matching(self.attempts, conditions)
-        if isinstance(attempts, pd.Series):
-            keep &= attempts.reindex(self.attempts.index, fill_value=False).to_numpy(dtype=bool)
-        elif attempts is not None:
-            if len(attempts) != len(self.attempts):
-                raise ValueError(f"the mask has {len(attempts)} values for {len(self.attempts)} attempts")
-            keep &= np.asarray(attempts, bool)
-        kept = self.attempts[keep]
+    def where(self,
+              attempts=None, # a boolean mask over `attempts` (a Series aligned on its index, or an array in its order)
+              **conditions) -> "Tables":
+        "These tables cut to the attempts matching `conditions` (column=value or column=[values]) and the mask `attempts`."
+        kept = self.attempts[_kept(self.attempts, attempts, conditions)]
+        return Tables(_narrowed(self, kept, conditions, attempts is not None), self.prices, self.root, self.problems)
 
-        def narrowed(frame, own: list, key, keys):
-            "`frame` cut by the conditions on its own columns `own`, and by `key` among `keys` when those say less."
-            mask = _matching(frame, {name: conditions[name] for name in own})
-            if attempts is not None or len(own) < len(conditions): mask &= _within(key, keys)
-            return frame[mask]
-
-        frames = {"attempts": kept}
-        for name in ("turns", "calls", "verifies", "blocks"):
-            frame = self[name]
-            frames[name] = narrowed(frame, [n for n in conditions if n in frame.columns], frame.attempt_key, kept.index)
-        sessions = self.sessions
-        frames["sessions"] = narrowed(sessions, [n for n in conditions if n in sessions.columns], sessions.index,
-                                      kept.session_key.dropna().unique())
-        run_conditions, shards = [n for n in conditions if n in RUN_COLUMNS or n == "shard"], kept.shard.unique()
-        frames["runs"] = narrowed(self.runs, run_conditions, self.runs.shard, shards)
-        providers = narrowed(self.providers, run_conditions, self.providers.shard, shards)
-        if "model" in conditions: providers = providers[_matching(providers, {"spec": conditions["model"]})]
-        frames["providers"] = providers
-        return Tables(frames, self.prices, self.root, self.problems)
-
-    def priced(self, prices: Mapping) -> "Tables":
-        ("These tables with every turn's cost computed from `prices` (spec -> `Price` or dict of its fields) instead "
-         "of its run's.")
-        turns = self.turns.copy(deep=False)
-        models = turns.model.cat
-        matrix = _price_matrix([_as_price(prices.get(spec)) for spec in models.categories] + [None])
-        tokens = turns[list(TOKEN_CATEGORIES)].to_numpy(np.float64)
-        for name, values in _costs(tokens, matrix[models.codes]).items(): turns[name] = values
+    def priced(self,
+               prices: Mapping, # spec -> `Price` or dict of its fields; a model left out becomes unpriced
+              ) -> "Tables":
+        "These tables with every turn's cost computed from `prices` instead of its run's."
+        turns = _repriced(self.turns, prices)
         return Tables({**dict(self.items()), "turns": turns}, dict(prices), self.root, self.problems)
 
 # %% ../nbs/04_tables.ipynb #5caf7cf4
 PARALLEL_BYTES = 64 << 20  # a tree at least this large is read by a process pool when `workers` is None
+
 BATCH_BYTES = 64 << 20  # shards are read together in batches of about this many bytes (a larger shard alone)
+
 BATCHES_PER_WORKER = 4  # a parallel load cuts a tree into at least this many batches per worker
 
+# %% ../nbs/04_tables.ipynb #14b453f0
 def _cores() -> int:
     "The CPUs this process may run on."
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
+# %% ../nbs/04_tables.ipynb #85bd68c6
 def _interactive() -> bool:
     "Whether progress can be seen: stderr is a terminal, or the caller is a Jupyter kernel."
     if "ipykernel" in sys.modules: return True
     try: return sys.stderr.isatty()
     except (AttributeError, ValueError): return False
 
+# %% ../nbs/04_tables.ipynb #cf7a364f
 class _Followed:
     "Progress told to a function `follow(bytes_read, bytes_to_read)`, as a bar would show it."
     def __init__(self, follow, total: int): self.follow, self.total, self.done = follow, total, 0
@@ -736,9 +878,11 @@ class _Followed:
     def __exit__(self, *_): pass
     def update(self, size: int): self.done += size; self.follow(self.done, self.total)
 
+# %% ../nbs/04_tables.ipynb #fa486a3f
 def _unseen(done: int, total: int):
     "Progress no one sees."
 
+# %% ../nbs/04_tables.ipynb #990266b8
 def _progress(total: int, progress):
     ("A tqdm bar over `total` bytes, shown after a second, when `progress` (None: when it can be seen); a callable "
      "`progress(done, total)` is told instead.")
@@ -748,6 +892,7 @@ def _progress(total: int, progress):
     from tqdm.std import tqdm
     return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, desc="load", file=sys.stderr, leave=False)
 
+# %% ../nbs/04_tables.ipynb #84fda3a0
 def shard_batches(positions: list, sizes: list, workers: int) -> list:
     ("The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about "
      "`BATCH_BYTES` each.")
@@ -762,17 +907,6 @@ def shard_batches(positions: list, sizes: list, workers: int) -> list:
     return batches
 
 # %% ../nbs/04_tables.ipynb #7f7fa9d2
-# the cache's size cap (MODELRECORD_CACHE_LIMIT overrides it); least recently loaded trees go first
-CACHE_LIMIT_BYTES = 5 * 10**9
-# a segment no index names is deleted once it is this old (a concurrent load may be about to name it)
-_ORPHAN_SECONDS = 600
-
-def cache_dir() -> Path:
-    ("Where the load cache lives: `$MODELRECORD_CACHE_DIR`, else `$XDG_CACHE_HOME/modelrecord` (default "
-     "`~/.cache/modelrecord`).")
-    if os.environ.get("MODELRECORD_CACHE_DIR"): return Path(os.environ["MODELRECORD_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modelrecord"
-
 @cache
 def _schemas(content: bool) -> dict:
     ("Table -> the Arrow schema `batch_tables` gives it (with the `content` columns when `content`): the table plan, "
@@ -780,143 +914,19 @@ def _schemas(content: bool) -> dict:
     part = batch_tables([], content)
     return {name: part[name].schema for name in TABLES}
 
+# %% ../nbs/04_tables.ipynb #78173ca7
 @cache
 def _plan_digest(content: bool) -> str:
-    ("A digest of what a shard's cached tables are made of: their columns and types, the code building them, the "
-     "package version.")
+    ("A digest of what a shard's cached tables are made of: their columns and types, the code building and caching "
+     "them, the package version.")
     from modelrecord import __version__, reader, record, tables
+    from modelrecord import cache as cache_module
     digest = hashlib.sha256(f"{__version__}\n{content}\n".encode())
     for name, schema in _schemas(content).items(): digest.update(f"{name}: {schema}\n".encode())
-    for module in (tables, reader, record): digest.update(Path(module.__file__).read_bytes())
+    for module in (tables, cache_module, reader, record): digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:20]
 
-def _tree_dir(tree, content: bool) -> Path:
-    "The cache directory of the tree at `tree` read with `content`."
-    name = hashlib.sha256(f"{os.path.realpath(tree)}\0{_plan_digest(content)}".encode()).hexdigest()[:24]
-    return cache_dir() / "trees" / name
-
-# %% ../nbs/04_tables.ipynb #bddbd8d2
-class _Segment(msgspec.Struct, array_like=True):
-    ("An entry of a tree's index: a segment file, its digest and size, where each table's IPC file sits in it, the "
-     "shards it holds.")
-    file: str
-    digest: int  # XXH3 (64 bits) of the file's bytes
-    size: int
-    spans: dict  # table name (and "problems") -> [offset, length] of its Arrow IPC file in the segment file
-    shards: list  # the key of each shard it holds, in order: [resolved path, size, mtime_ns, inode]
-    counts: dict  # table name (and "problems") -> rows of each of its shards
-    first_met: bool  # as `Part.first_met`
-
-def _replace(directory: Path, name: str, chunks: list) -> int:
-    "Write `chunks` (bytes) to `directory/name` through a temporary name and a rename; return their XXH3 digest."
-    temporary, digest = directory / f".{name}.{uuid.uuid4().hex}.tmp", xxhash.xxh3_64()
-    try:
-        with open(temporary, "wb") as file:
-            for chunk in chunks:
-                file.write(chunk)
-                digest.update(chunk)
-        os.replace(temporary, directory / name)
-    finally:
-        if temporary.exists(): temporary.unlink()
-    return digest.intdigest()
-
-def _write_segment(directory: Path, part: Part, keys: list) -> _Segment:
-    "Write the tables of `part` (the shards of `keys`) as a new segment file in `directory`; return its index entry."
-    chunks, spans, at = [], {}, 0
-    for name, table in [*((n, part[n]) for n in TABLES), ("problems", part.problems)]:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, table.schema) as writer: writer.write_table(table)
-        data = sink.getvalue().to_pybytes()
-        padding = b"\0" * (-len(data) % 64)  # each IPC file starts 64-byte aligned, as a memory map wants
-        chunks += [data, padding]
-        spans[name] = [at, len(data)]
-        at += len(data) + len(padding)
-    directory.mkdir(parents=True, exist_ok=True)
-    file = f"segment-{uuid.uuid4().hex}.arrow"
-    digest = _replace(directory, file, chunks)
-    counts = {name: part.counts[name].tolist() for name in (*TABLES, "problems")}
-    return _Segment(file, digest, at, spans, [list(key) for key in keys], counts, part.first_met)
-
-def _open_segment(directory: Path, segment: _Segment) -> Optional[Part]:
-    "The tables of `segment`, memory-mapped, or None when its file is missing, truncated, corrupt or foreign."
-    try:
-        buffer = pa.memory_map(str(directory / segment.file)).read_buffer()
-        if buffer.size != segment.size or xxhash.xxh3_64_intdigest(buffer) != segment.digest: return None
-        tables = {name: pa.ipc.open_file(buffer.slice(offset, length)).read_all()
-                  for name, (offset, length) in segment.spans.items()}
-        counts = {name: np.array(rows, np.int64) for name, rows in segment.counts.items()}
-        if any(tables[name].num_rows != counts[name].sum() for name in counts): return None
-        problems = tables.pop("problems")
-        return Part(tables, [key[0] for key in segment.shards], counts, problems, segment.first_met)
-    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException): return None
-
-# %% ../nbs/04_tables.ipynb #a6b3a0c3
-_INDEX_FILE = "index.msgpack"
-
-def _read_index(directory: Path) -> list:
-    "The segments named by the index in `directory`, or none when it is missing, corrupt or foreign."
-    try: data = (directory / _INDEX_FILE).read_bytes()
-    except OSError: return []
-    if len(data) < 8 or xxhash.xxh3_64_intdigest(data[8:]) != int.from_bytes(data[:8], "little"): return []
-    try: return msgspec.msgpack.decode(data[8:], type=list[_Segment])
-    except (msgspec.DecodeError, msgspec.ValidationError): return []
-
-def _write_index(directory: Path, segments: list, dropped: set):
-    ("Write the index of `segments` in `directory`; delete the segment files `dropped`, and those no index names once "
-     "they are old.")
-    body = msgspec.msgpack.encode(segments)
-    _replace(directory, _INDEX_FILE, [xxhash.xxh3_64_intdigest(body).to_bytes(8, "little"), body])
-    named = {segment.file for segment in segments}
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.name == _INDEX_FILE or entry.name in named: continue
-            try:
-                if entry.name in dropped or time.time() - entry.stat().st_mtime > _ORPHAN_SECONDS: os.unlink(entry.path)
-            except OSError: pass
-
-def _size(directory: Path) -> int:
-    "The bytes of the files in `directory`."
-    with os.scandir(directory) as entries: return sum(entry.stat().st_size for entry in entries if entry.is_file())
-
-def _keep_under_limit():
-    "Delete the least recently loaded trees' caches until the cache is within its cap."
-    limit = int(os.environ.get("MODELRECORD_CACHE_LIMIT") or CACHE_LIMIT_BYTES)
-    trees = cache_dir() / "trees"
-    if not trees.is_dir(): return
-    found = []
-    for directory in trees.iterdir():
-        index = directory / _INDEX_FILE
-        try: found.append((index.stat().st_mtime if index.exists() else 0, _size(directory), directory))
-        except OSError: continue
-    total = sum(size for _, size, _ in found)
-    for _, size, directory in sorted(found, key=lambda item: item[0]):
-        if total <= limit: break
-        shutil.rmtree(directory, ignore_errors=True)
-        total -= size
-
-def clear_cache() -> int:
-    "Delete every tree's cached tables; return the bytes freed."
-    trees = cache_dir() / "trees"
-    if not trees.is_dir(): return 0
-    freed = 0
-    for directory in trees.iterdir():
-        try: freed += _size(directory)
-        except OSError: pass
-        shutil.rmtree(directory, ignore_errors=True)
-    return freed
-
 # %% ../nbs/04_tables.ipynb #aab44a2e
-def _slice(part: Part, start: int, stop: int) -> Part:
-    ("The shards `start` to `stop` (positions in `part`) of `part`, their rows sliced out (no copy; a slice may not "
-     "hold every category, so none is known to be in first-met order).")
-    if start == 0 and stop == len(part.paths): return part
-    def cut(table, rows):
-        "The rows of the shards wanted, of a table with `rows` per shard."
-        return table.slice(int(rows[:start].sum()), int(rows[start:stop].sum()))
-    return Part({name: cut(part[name], part.counts[name]) for name in TABLES}, part.paths[start:stop],
-                {name: rows[start:stop] for name, rows in part.counts.items()},
-                cut(part.problems, part.counts["problems"]))
-
 def _read_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
     ("`(part, segment)`: the `batch_tables` of `paths` (shard `keys`), and its segment written in the cache "
      "`directory` (None without one).")
@@ -925,6 +935,7 @@ def _read_batch(paths: list, keys: list, content: bool, errors: Errors, director
     try: return part, _write_segment(directory, part, keys)
     except OSError: return part, None
 
+# %% ../nbs/04_tables.ipynb #53263553
 def _pooled_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
     ("`_read_batch` in a worker process: a part written to `directory` (the cache, or a load's scratch directory) "
      "comes back as its segment alone, which the parent maps.")
@@ -932,20 +943,6 @@ def _pooled_batch(paths: list, keys: list, content: bool, errors: Errors, direct
     return (None if segment else part), segment
 
 # %% ../nbs/04_tables.ipynb #17dd7280
-def _shard_key(path: str) -> tuple:
-    "What identifies a shard file as it is now: its resolved path, size, modification time (ns) and inode."
-    status = os.stat(path)
-    return path, status.st_size, status.st_mtime_ns, status.st_ino
-
-def _cached(directory: Path, keys: list) -> tuple:
-    ("`(found, opened, segments)`: tree position -> (segment, position in it) of each shard the cache holds as it is "
-     "now; the segments opened; the index.")
-    segments = _read_index(directory)
-    where = {tuple(key): (n, at) for n, segment in enumerate(segments) for at, key in enumerate(segment.shards)}
-    wanted = {i: where[key] for i, key in enumerate(keys) if key in where}
-    opened = {n: _open_segment(directory, segments[n]) for n in sorted({n for n, _ in wanted.values()})}
-    return {i: place for i, place in wanted.items() if opened[place[0]] is not None}, opened, segments
-
 def _own_share(sizes: list, processes: int) -> int:
     "Where the batches of `sizes` (bytes) that this process reads begin: its share of `processes`, from the back."
     share, taken, start = sum(sizes) / processes, 0, len(sizes)
@@ -954,15 +951,22 @@ def _own_share(sizes: list, processes: int) -> int:
         taken += sizes[start]
     return start
 
-def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Errors, directory, workers: int):
-    ("`(batch, (part, segment))` for each of `batches` read, the part None when its segment did not map: in this "
-     "process, or by it and a pool of `workers - 1` processes; a refusal raised is the first in batch order.")
-    batch_paths, batch_keys = ([[values[i] for i in batch] for batch in batches] for values in (paths, keys))
-    read = lambda n: _read_batch(batch_paths[n], batch_keys[n], content, errors, directory)
-    if workers <= 1 or len(batches) <= 1:
-        for n, batch in enumerate(batches): yield batch, read(n)
-        return
-    processes = min(workers, len(batches))
+# %% ../nbs/04_tables.ipynb #dcfc3838
+def _read_own(batches: list, own: int, futures: list, read):
+    ("`(batch, read(n))` for the batches from `own` on, then, from the back, each before `own` whose future the pool "
+     "had not started; return `{n: refusal}` for the first refused.")
+    # when one of these batches is refused, every batch before it has been read (by this process) or is the pool's,
+    # so the first refusal in batch order is known
+    taken = chain(range(own, len(batches)), takewhile(lambda n: futures[n].cancel(), reversed(range(own))))
+    for n in taken:
+        try: yield batches[n], read(n)
+        except ShardError as refusal: return {n: refusal}  # raised once the batches before it are known to read
+    return {}
+
+# %% ../nbs/04_tables.ipynb #a52f27d9
+def _read_pooled(batches: list, batch_paths: list, batch_keys: list, read, content: bool, errors: Errors, directory,
+                 processes: int):
+    "`_read_all` with a pool: this process and `processes - 1` others, handing their tables over as segment files."
     own = _own_share([sum(key[1] for key in batch) for batch in batch_keys], processes)
     # the workers hand their tables over as segment files: in the cache, or in a scratch directory without one
     scratch = None if directory else tempfile.TemporaryDirectory(prefix="modelrecord-load-", ignore_cleanup_errors=True)
@@ -971,16 +975,7 @@ def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Err
     try:
         futures = [pool.submit(_pooled_batch, batch_paths[n], batch_keys[n], content, errors, handover)
                    for n in range(own)]
-        # its own share in order, then, from the back, any batch the pool has not started: when one of its batches
-        # is refused, every batch before it has been read (by this process) or is the pool's, so the first refusal
-        # in batch order is known
-        taken = chain(range(own, len(batches)), takewhile(lambda n: futures[n].cancel(), reversed(range(own))))
-        refused = {}
-        for n in taken:
-            try: yield batches[n], read(n)
-            except ShardError as refusal:
-                refused[n] = refusal  # raised once the batches before it are known to read
-                break
+        refused = yield from _read_own(batches, own, futures, read)
         for n in range(len(batches)):
             if n in refused: raise refused[n]
             if n < own and not futures[n].cancelled():
@@ -990,6 +985,19 @@ def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Err
         pool.shutdown(cancel_futures=True)
         if scratch: scratch.cleanup()  # what was mapped stays readable: a mapping outlives its file's name
 
+# %% ../nbs/04_tables.ipynb #278a4105
+def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Errors, directory, workers: int):
+    ("`(batch, (part, segment))` for each of `batches` read, the part None when its segment did not map: in this "
+     "process, or by it and a pool of `workers - 1` processes; a refusal raised is the first in batch order.")
+    batch_paths, batch_keys = ([[values[i] for i in batch] for batch in batches] for values in (paths, keys))
+    read = lambda n: _read_batch(batch_paths[n], batch_keys[n], content, errors, directory)
+    if workers <= 1 or len(batches) <= 1:
+        for n, batch in enumerate(batches): yield batch, read(n)
+        return
+    processes = min(workers, len(batches))
+    yield from _read_pooled(batches, batch_paths, batch_keys, read, content, errors, directory, processes)
+
+# %% ../nbs/04_tables.ipynb #d56260f6
 def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
     ("The parts of a tree of `count` shards in walk order: batches `read` (by first position) and runs of shards "
      "`found` in the `opened` segments.")
@@ -1006,56 +1014,51 @@ def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
         i = j
     return parts
 
-def _first_salvaged(found: dict, opened: dict) -> Optional[int]:
-    "The tree position of the first shard `found` in the cache with lines a salvaging load refused; None if none."
-    return min((i for i, (n, at) in found.items() if opened[n].counts["problems"][at]), default=None)
-
+# %% ../nbs/04_tables.ipynb #55aca24d
 def _refuse_salvaged(part: Part):
     "Raise the first problem a salvaging load cached for the shards of `part`: a strict load refuses them."
     raise problem_errors(part.problems.slice(0, 1).to_pandas())[0]
 
+# %% ../nbs/04_tables.ipynb #96bf7874
+def _read_fresh(paths: list, keys: list, fresh: list, content: bool, errors: Errors, directory, workers: int,
+                progress, written: list) -> dict:
+    ("The parts of the shards at positions `fresh` read in batches (first position -> part), each segment written "
+     "appended to `written`.")
+    sizes, read = [keys[i][1] for i in fresh], {}
+    with _progress(sum(sizes), progress) as bar:
+        batches = shard_batches(fresh, sizes, workers)
+        for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
+            if segment: written.append(segment)
+            read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)  # no map: again
+            bar.update(sum(keys[i][1] for i in batch))
+    return read
+
 # %% ../nbs/04_tables.ipynb #515b38b4
-def load(path, *, workers: Optional[int] = None, content: bool = False, progress=None,
-         errors: Errors = "raise", cache: bool = True) -> Tables:
-    ("The `Tables` of the shard tree (or shard file) at `path`, read strictly (salvaging with `errors='collect'`), "
-     "through the cache unless `cache=False`.")
+def load(path, # a shard tree (a directory walked for `modeleval-*.jsonl`) or one shard file
+         *, workers: Optional[int] = None, # processes reading (None: every core for a tree of `PARALLEL_BYTES`)
+         content: bool = False, # also read what was said (prompts, texts, arguments, results, digests)
+         progress=None, # show a bar (None: when it can be seen), or a function told `(bytes_read, bytes_to_read)`
+         errors: Errors = "raise", # "raise": refuse the tree at its first bad line; "collect": salvage the rest
+         cache: bool = True, # read and write the load cache (`modelrecord.cache`)
+        ) -> Tables:
+    "The `Tables` of the shard tree (or shard file) at `path`, read strictly or salvaging, through the cache."
     if errors not in ("raise", "collect"): raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
     paths = shard_paths(os.path.realpath(path))  # resolved once: the walk does not follow links to directories
     keys = [_shard_key(p) for p in paths]
-    directory = _tree_dir(path, content) if cache else None
+    directory = _tree_dir(path, _plan_digest(content)) if cache else None
     found, opened, segments = _cached(directory, keys) if directory else ({}, {}, [])
-    # a strict load refuses the first bad line in walk order: when the cache holds a shard a salvaging load found
-    # bad, only the shards before it are read, and it is refused unless one of them is
-    salvaged = _first_salvaged(found, opened) if errors == "raise" else None
+    salvaged = _first_salvaged(found, opened) if errors == "raise" else None  # see `_refuse_salvaged`
     fresh = [i for i in range(len(paths) if salvaged is None else salvaged) if i not in found]
-    sizes = [keys[i][1] for i in fresh]
-    if workers is None: workers = min(_cores(), len(fresh)) if sum(sizes) >= PARALLEL_BYTES else 1
-    read, written = {}, []
-    try:
-        with _progress(sum(sizes), progress) as bar:
-            batches = shard_batches(fresh, sizes, workers)
-            for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
-                if segment: written.append(segment)
-                read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)  # no map: again
-                bar.update(sum(keys[i][1] for i in batch))
+    if workers is None: workers = min(_cores(), len(fresh)) if sum(keys[i][1] for i in fresh) >= PARALLEL_BYTES else 1
+    written = []
+    try: read = _read_fresh(paths, keys, fresh, content, errors, directory, workers, progress, written)
     finally:  # what was read is kept, even when a refusal ends the load
         if directory: _update_index(directory, segments, {n for n, _ in found.values()}, written)
     if salvaged is not None:
         n, at = found[salvaged]
         _refuse_salvaged(_slice(opened[n], at, at + 1))
-    parts = _in_walk_order(len(paths), read, found, opened)
     root = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
-    return combine(parts, Path(root))
-
-def _update_index(directory: Path, segments: list, used: set, written: list):
-    ("Name the segments `used` and `written` in the tree's index (only touching it when nothing changed), then keep "
-     "the cache under its cap.")
-    try:
-        if not written and len(used) == len(segments): return os.utime(directory / _INDEX_FILE)
-        kept = [segment for n, segment in enumerate(segments) if n in used] + written
-        _write_index(directory, kept, {segment.file for n, segment in enumerate(segments) if n not in used})
-        _keep_under_limit()
-    except OSError: pass
+    return combine(_in_walk_order(len(paths), read, found, opened), Path(root))
 
 # %% ../nbs/04_tables.ipynb #e84b9e61
 def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:
@@ -1070,7 +1073,9 @@ def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:
         fields.append(pa.field(name, kind))
     return pa.schema(fields)
 
-def export_directory(out_dir) -> Path:
+# %% ../nbs/04_tables.ipynb #62877a8e
+def checked_export_dir(out_dir, # where `export` is to write
+                      ) -> Path:
     "`out_dir` as a `Path`, refused (`NotADirectoryError`) when it, or the nearest folder of it that exists, is a file."
     out_dir = Path(out_dir)
     there = next((path for path in (out_dir, *out_dir.parents) if path.exists()), None)
@@ -1079,6 +1084,7 @@ def export_directory(out_dir) -> Path:
         raise NotADirectoryError(f"{there} is a file{made}: export writes a directory of Parquet datasets")
     return out_dir
 
+# %% ../nbs/04_tables.ipynb #ee958c8a
 def _run_partitions(tables: Tables, partitioning) -> list:
     "The directory name (`run_id=<value>`, escaped) of each run some table of `tables` holds rows of."
     import pyarrow.dataset as ds
@@ -1086,11 +1092,14 @@ def _run_partitions(tables: Tables, partitioning) -> list:
     return [partitioning.format(ds.field("run_id").is_null() if pd.isna(run) else ds.field("run_id") == run)[0]
             for run in runs]
 
-def export(tables: Tables, out_dir, *, ns: bool = False) -> list:
-    ("Write every table of `tables` as a Parquet dataset `<out_dir>/<table>/run_id=<value>/`, replacing those runs' "
-     "partitions; return the table directories.")
+# %% ../nbs/04_tables.ipynb #b9215ce5
+def export(tables: Tables, # the tables to write: a whole tree's, or narrowed (`where`) or re-priced (`priced`) ones
+           out_dir, # the directory of the datasets (made when missing), one subdirectory per table
+           *, ns: bool = False, # keep times in nanoseconds (default: microseconds, the unit Spark reads)
+          ) -> list:
+    "Write every table as a Parquet dataset `<out_dir>/<table>/run_id=<value>/`, replacing those runs' partitions."
     import pyarrow.dataset as ds
-    out_dir = export_directory(out_dir)
+    out_dir = checked_export_dir(out_dir)
     by_run = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
     partitions, written = _run_partitions(tables, by_run), []
     for name, frame in tables.items():

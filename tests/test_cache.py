@@ -2,6 +2,8 @@
 import multiprocessing
 import os
 import random
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -9,7 +11,8 @@ import pytest
 from modelrecord.cli import main
 from modelrecord.record import Run, encode
 from modelrecord.sample import write_tree
-from modelrecord.tables import TABLES, cache_dir, load
+from modelrecord.cache import cache_dir
+from modelrecord.tables import TABLES, load
 
 
 @pytest.fixture
@@ -31,6 +34,13 @@ def same(a, b):
 
 def cache_files(cache):
     return sorted(p for p in cache.rglob("*") if p.is_file())
+
+
+def test_the_cache_imports_nothing_of_the_tables():
+    "Data flows one way: `modelrecord.tables` imports `modelrecord.cache`, never the reverse."
+    code = "import sys, modelrecord.cache; print(sorted(m for m in sys.modules if m.startswith('modelrecord.')))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "modelrecord.tables" not in run.stdout and "modelrecord.cache" in run.stdout
 
 
 def test_reload_is_the_same_and_lives_in_the_cache_dir(cache, tree):

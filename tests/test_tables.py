@@ -21,8 +21,8 @@ from modelrecord.record import (ENDED_COMPLETED, ENDED_SKIPPED, ENDINGS, MODEL_E
                                 TURN_OK, Attempt, Block, Call, Price, Run, Session, Turn, Usage, Verify, encode)
 from modelrecord.sample import write_tree
 from modelrecord.summary import attempt_totals, costs, endings, latency, retries, summary, tokens
-from modelrecord.tables import (CHUNK_LINES, TABLES, Part, _filled, _in_first_met_order, batch_tables, combine,
-                               load)
+from modelrecord.cache import Part
+from modelrecord.tables import CHUNK_LINES, TABLES, _filled, _in_first_met_order, batch_tables, combine, load
 
 
 def _write(path: Path, *lines):
