@@ -193,6 +193,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
             'modelrecord.live': { 'modelrecord.live.LiveTree': ('live.html#livetree', 'modelrecord/live.py'),
                                   'modelrecord.live.LiveTree.__init__': ('live.html#livetree.__init__', 'modelrecord/live.py'),
                                   'modelrecord.live.LiveTree.read': ('live.html#livetree.read', 'modelrecord/live.py'),
+                                  'modelrecord.live._changes': ('live.html#_changes', 'modelrecord/live.py'),
                                   'modelrecord.live.file_stamp': ('live.html#file_stamp', 'modelrecord/live.py')},
             'modelrecord.plots': { 'modelrecord.plots._BarPlot': ('plots.html#_barplot', 'modelrecord/plots.py'),
                                    'modelrecord.plots._Stack': ('plots.html#_stack', 'modelrecord/plots.py'),
