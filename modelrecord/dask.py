@@ -29,7 +29,9 @@ from .summary import clustered_proportions, costs, endings, retries, tokens, wil
 from .tables import COST_COLUMNS, TABLES, Tables, shard_batches, batch_tables, combine
 
 # %% ../nbs/05_dask.ipynb #0e836abe
-def shard_urls(path_or_url, storage_options: Optional[dict] = None) -> tuple:
+def shard_urls(path_or_url,  # a shard tree or shard file: a local path, or an fsspec URL (s3://, gs://, ...)
+               storage_options: Optional[dict] = None,  # fsspec's options for the URL's filesystem (credentials, ...)
+              ) -> tuple:
     "`(filesystem, paths)`: the fsspec filesystem of `path_or_url` and the shard files under it, in walk order."
     fs, root = fsspec.core.url_to_fs(os.fspath(path_or_url), **(storage_options or {}))
     if fs.isfile(root): return fs, [root]
@@ -39,8 +41,6 @@ def shard_urls(path_or_url, storage_options: Optional[dict] = None) -> tuple:
     return fs, sorted(found, key=lambda p: p.split("/"))
 
 # %% ../nbs/05_dask.ipynb #a6d20dbc
-_POINTS_INTO = {"session_key": "sessions", "attempt_key": "attempts", "turn_key": "turns"}  # key -> table it counts
-
 class Batch(NamedTuple):
     "The `Tables` of a run of consecutive shards read together, where each shard's rows start, and its keys within it."
     tables: Tables
@@ -48,11 +48,13 @@ class Batch(NamedTuple):
     starts: dict  # table -> the first row of each shard, and one past the last
     local: dict  # table -> key column -> the key counted within its row's shard (missing when it points outside it)
 
+# %% ../nbs/05_dask.ipynb #0c9e6746
 @sizeof.register(Batch)
 def _batch_bytes(batch: Batch) -> int:
     "A batch's size as Dask counts its frames, so that the scheduler cuts partitions where the batch is, not moves it."
     return sum(sizeof(frame) for _, frame in batch.tables.items())
 
+# %% ../nbs/05_dask.ipynb #b7f9a3c4
 def _read(fs, paths: list, content: bool) -> Tables:
     "The combined `batch_tables` of the shards `paths` on `fs`, copied to a temporary directory first when remote."
     if isinstance(fs, fsspec.implementations.local.LocalFileSystem): return combine([batch_tables(paths, content)])
@@ -64,6 +66,10 @@ def _read(fs, paths: list, content: bool) -> Tables:
     for _, frame in tables.items(): frame["shard"] = frame.shard.cat.rename_categories(lambda copy: listed[copy])
     return tables
 
+# %% ../nbs/05_dask.ipynb #a3abed9f
+_POINTS_INTO = {"session_key": "sessions", "attempt_key": "attempts", "turn_key": "turns"}  # key -> table it counts
+
+# %% ../nbs/05_dask.ipynb #ceeb9e6a
 def _within_shard(key: pd.Series, rows: np.ndarray, starts: np.ndarray) -> pd.Series:
     "A batch-wide `key` counted from its row's shard's first row (`rows` per shard, the target's `starts`)."
     first, stop = np.repeat(starts[:-1], rows), np.repeat(starts[1:], rows)
@@ -71,19 +77,36 @@ def _within_shard(key: pd.Series, rows: np.ndarray, starts: np.ndarray) -> pd.Se
     inside = (values >= first) & (values < stop)  # a session joined from another shard of the batch is not this one's
     return pd.Series(pd.arrays.IntegerArray(values - first, ~inside), index=key.index, name=key.name)
 
-def batch_frames(fs, paths: list, content: bool = False) -> Batch:
-    "The tables of the shards `paths` on `fs`, read together by one task, their `shard` column the paths as listed."
-    tables = _read(fs, paths, content)
+# %% ../nbs/05_dask.ipynb #9363c74f
+def _shard_starts(tables: Tables, paths: list) -> dict:
+    "Table -> the first row of each shard of `paths` in it, and one past the last (rows come shard by shard)."
     starts = {}
     for name, frame in tables.items():
         codes = frame.shard.cat.set_categories(paths).cat.codes.to_numpy()
-        starts[name] = np.searchsorted(codes, np.arange(len(paths) + 1))  # rows come shard by shard, as `paths` go
-    local = {name: {key: _within_shard(frame[key], np.diff(starts[name]), starts[target])
-                    for key, target in _POINTS_INTO.items() if key in frame.columns} for name, frame in tables.items()}
-    return Batch(tables, paths, starts, local)
+        starts[name] = np.searchsorted(codes, np.arange(len(paths) + 1))
+    return starts
+
+# %% ../nbs/05_dask.ipynb #5864038f
+def _local_keys(tables: Tables, starts: dict) -> dict:
+    "Table -> key column -> the key counted within its row's shard, for every key column the table has."
+    return {name: {key: _within_shard(frame[key], np.diff(starts[name]), starts[target])
+                   for key, target in _POINTS_INTO.items() if key in frame.columns} for name, frame in tables.items()}
+
+# %% ../nbs/05_dask.ipynb #fb26074d
+def batch_frames(fs,  # the fsspec filesystem the shards are on
+                 paths: list,  # consecutive shards of the tree, as `shard_urls` lists them
+                 content: bool = False,  # also read texts, arguments, results and facts (what scoring reads)
+                ) -> Batch:
+    "The tables of the shards `paths` on `fs`, read together by one task, their `shard` column the paths as listed."
+    tables = _read(fs, paths, content)
+    starts = _shard_starts(tables, paths)
+    return Batch(tables, paths, starts, _local_keys(tables, starts))
 
 # %% ../nbs/05_dask.ipynb #7d4e2c11
-def shard_partition(batch: Batch, at: int, name: str) -> pd.DataFrame:
+def shard_partition(batch: Batch,  # the batch the shard was read in
+                    at: int,  # the shard's place in the batch's `paths`
+                    name: str,  # the table, one of `TABLES`
+                   ) -> pd.DataFrame:
     "The rows of table `name` of the `at`-th shard of `batch`, its row numbers and keys counting within that shard."
     start, stop = batch.starts[name][at:at + 2]
     frame = batch.tables[name].iloc[start:stop]  # a view: Dask sizes and sends a slice as its rows alone
@@ -107,14 +130,18 @@ class _ShardPartitions(FromGraph):
             layer[key] = Task(key, shard_partition, TaskRef(batch), at, name)
         return layer
 
+# %% ../nbs/05_dask.ipynb #7ea1a514
 def _meta(content: bool) -> dict:
     "Table -> an empty frame with the dtypes every partition has, categoricals' categories unknown."
     empty = combine([batch_tables([], content)])
     return {name: dd.utils.clear_known_categories(frame) for name, frame in empty.items()}
 
+# %% ../nbs/05_dask.ipynb #43de50ee
 class DaskTables:
     "The tables of a shard tree as Dask DataFrames, one partition per shard; see `load`."
-    def __init__(self, fs, paths: list, content: bool = False):
+    def __init__(self, fs,  # the fsspec filesystem the shards are on
+                 paths: list,  # the shards, as `shard_urls` lists them
+                 content: bool = False):  # also read texts, arguments, results and facts
         self.fs, self.paths, self.content = fs, paths, content
         runs = shard_batches(list(range(len(paths))), fs.sizes(paths), 1)  # consecutive shards, about BATCH_BYTES a run
         self.batches = [dask.delayed(batch_frames, pure=True)(fs, [paths[i] for i in run], content) for run in runs]
@@ -132,16 +159,24 @@ class DaskTables:
         return (f"DaskTables({len(self.paths)} shards read in {len(self.batches)} batches, one partition per shard: "
                 f"{', '.join(TABLES)})")
 
-def load(path_or_url, *, content: bool = False, storage_options: Optional[dict] = None) -> DaskTables:
+# %% ../nbs/05_dask.ipynb #f719197d
+def load(path_or_url,  # a shard tree or shard file: a local path, or an fsspec URL (s3://, gs://, ...)
+         *,
+         content: bool = False,  # also read texts, arguments, results and facts (what `score_table` needs)
+         storage_options: Optional[dict] = None,  # fsspec's options for the URL's filesystem (credentials, ...)
+        ) -> DaskTables:
     "The tables of the shard tree (or shard file) at `path_or_url` as Dask DataFrames, one partition per shard."
     fs, paths = shard_urls(path_or_url, storage_options)
     return DaskTables(fs, paths, content)
 
 # %% ../nbs/05_dask.ipynb #4f1a9b33
 LATENCY_ACCURACY = 0.01  # distributed latency percentiles are within this fraction of the exact ones
+
+# %% ../nbs/05_dask.ipynb #0960ee5b
 _GAMMA = (1 + LATENCY_ACCURACY) / (1 - LATENCY_ACCURACY)  # a bin's upper bound over its lower one
 _ZERO_BIN = np.iinfo(np.int32).min  # the bin of latencies of 0 ms (and below)
 
+# %% ../nbs/05_dask.ipynb #d351a6a4
 def latency_bins(latency_ms: np.ndarray) -> np.ndarray:
     "The bin of each latency (DDSketch's mapping): bin i holds (gamma^(i-1), gamma^i] ms; 0 ms and less, a bin apart."
     latency_ms = np.asarray(latency_ms, float)
@@ -150,13 +185,18 @@ def latency_bins(latency_ms: np.ndarray) -> np.ndarray:
     bins[positive] = np.ceil(np.log(latency_ms[positive]) / np.log(_GAMMA))
     return bins
 
+# %% ../nbs/05_dask.ipynb #efe223c8
 def bin_value(bins: np.ndarray) -> np.ndarray:
     "The value that stands for each bin, within `LATENCY_ACCURACY` of every latency in it (0 for the zero bin)."
     bins = np.asarray(bins)
     powers = _GAMMA ** np.where(bins == _ZERO_BIN, 0, bins).astype(float)
     return np.where(bins == _ZERO_BIN, 0.0, 2 * powers / (_GAMMA + 1))
 
-def binned_quantile(bins: np.ndarray, counts: np.ndarray, q: float) -> float:
+# %% ../nbs/05_dask.ipynb #c511c744
+def binned_quantile(bins: np.ndarray,  # the bins that hold latencies, ascending
+                    counts: np.ndarray,  # how many latencies each bin holds
+                    q: float,  # the quantile, from 0 to 1
+                   ) -> float:
     "The `q` quantile (interpolated as pandas does) of latencies counted per bin (`bins` ascending, their `counts`)."
     total = counts.sum()
     if not total: return np.nan
@@ -170,6 +210,7 @@ _COUNTS = ["attempts", *ENDINGS, "model_endings", "not_model_endings"]
 _SUMS = ["turns", *TOKEN_CATEGORIES, "unpriced_turns", "retries"]
 _MONEY = [*COST_COLUMNS, "cost", "cache_saving", "retry_cost"]
 
+# %% ../nbs/05_dask.ipynb #58176ddd
 def _per_case(tables: Tables, by: list) -> pd.DataFrame:
     "A batch's attempts in the model's own endings per group of `by` and case: how many (`size`), completed (`sum`)."
     own = tables.attempts[tables.attempts.ended_by.isin(MODEL_ENDINGS)]
@@ -177,6 +218,7 @@ def _per_case(tables: Tables, by: list) -> pd.DataFrame:
     frame["completed"] = (own.ended_by == ENDED_COMPLETED).to_numpy().astype("int64")
     return frame.groupby([*by, "case"], dropna=False).completed.agg(["size", "sum"]).reset_index()
 
+# %% ../nbs/05_dask.ipynb #d02269a9
 def _latency_counts(tables: Tables, by: list) -> pd.DataFrame:
     "A batch's timed turn lines counted per group of `by` and latency bin (`count`)."
     turns = tables.turns
@@ -185,6 +227,7 @@ def _latency_counts(tables: Tables, by: list) -> pd.DataFrame:
     frame["bin"] = latency_bins(turns.latency_ms.to_numpy(dtype=float, na_value=np.nan)[timed])
     return frame.groupby([*by, "bin"], dropna=False).size().rename("count").reset_index()
 
+# %% ../nbs/05_dask.ipynb #9bfbc555
 def _partial(batch: Batch, by: list) -> tuple:
     "`(sums, latencies, per_case)` of a batch: counts and sums per group of `by`, latency bins, completions per case."
     tables = batch.tables
@@ -196,6 +239,7 @@ def _partial(batch: Batch, by: list) -> tuple:
     sums.index = sums.index.to_flat_index() if sums.index.nlevels > 1 else sums.index.astype(object)
     return sums.reset_index(drop=False), _latency_counts(tables, by), _per_case(tables, by)
 
+# %% ../nbs/05_dask.ipynb #ce8a6ee3
 def _clustered(per_case: pd.DataFrame, by: list) -> pd.DataFrame:
     "Completion's case-clustered spread per group (`clustered_proportions`) from all batches' counts per case."
     cases = per_case.groupby([*by, "case"], dropna=False)[["size", "sum"]].sum()
@@ -203,6 +247,7 @@ def _clustered(per_case: pd.DataFrame, by: list) -> pd.DataFrame:
     if len(by) > 1: spread.index = spread.index.to_flat_index()
     return spread
 
+# %% ../nbs/05_dask.ipynb #aae232f3
 def _percentiles(latencies: pd.DataFrame, by: list, percentiles: tuple) -> pd.DataFrame:
     "Per group of `by`: the `percentiles` of its latencies, read from every batch's bin counts added up."
     counts = latencies.groupby([*by, "bin"], dropna=False, sort=True)["count"].sum().reset_index()
@@ -215,26 +260,42 @@ def _percentiles(latencies: pd.DataFrame, by: list, percentiles: tuple) -> pd.Da
     return pd.DataFrame(list(rows.values()), index=index, columns=columns, dtype=float)
 
 # %% ../nbs/05_dask.ipynb #8f3189a7
-def summary(tables: DaskTables, by="model") -> pd.DataFrame:
-    "The per-group overview of `modelrecord.summary.summary`, batch by batch on the Dask scheduler in use, combined."
-    by = [by] if isinstance(by, str) else list(by)
-    partials = dask.compute(*[dask.delayed(_partial)(batch, by) for batch in tables.batches])
+def _summed(partials: tuple) -> pd.DataFrame:
+    "Every batch's counts and sums per group (`_partial`), added up; a money sum is missing when every part is."
     sums = pd.concat([s for s, _, _ in partials], ignore_index=True)
-    keys = sums.columns[0]
-    sums = sums.groupby(keys, dropna=False, sort=False).agg(
+    return sums.groupby(sums.columns[0], dropna=False, sort=False).agg(
         {**{name: "sum" for name in _COUNTS + _SUMS}, **{name: lambda v: v.sum(min_count=1) for name in _MONEY}})
-    result = sums[_COUNTS].astype("int64")
+
+# %% ../nbs/05_dask.ipynb #0009f131
+def _add_completion(result: pd.DataFrame, per_case: pd.DataFrame, by: list) -> None:
+    "Add completion, its Wilson bounds and its case-clustered spread to `result`, the summed endings per group."
     result["completion"] = result[ENDED_COMPLETED] / result.model_endings.where(result.model_endings > 0)
     result["completion_low"], result["completion_high"] = wilson(result[ENDED_COMPLETED], result.model_endings)
-    spread = _clustered(pd.concat([c for _, _, c in partials], ignore_index=True), by)
+    spread = _clustered(per_case, by)
     result["completion_clusters"] = spread.clusters.reindex(result.index).fillna(0).astype("int64")
     result["completion_se"] = spread.clustered_se.reindex(result.index)
+
+# %% ../nbs/05_dask.ipynb #2b4d95b4
+def _add_usage(result: pd.DataFrame, sums: pd.DataFrame) -> None:
+    "Add the tokens, the cache hit share, the costs and the retries per group to `result`, from the summed `sums`."
     for name in TOKEN_CATEGORIES: result[name] = sums[name].astype("int64")
     every_input = result.input + result.cache_created + result.cache_read
     result["cache_hit_share"] = result.cache_read / every_input.where(every_input > 0)
     result["unpriced_turns"] = sums.unpriced_turns.astype("int64")
     for name in [*COST_COLUMNS, "cost", "cache_saving"]: result[name] = sums[name]
     result["retries"], result["retry_cost"] = sums.retries.astype("int64"), sums.retry_cost
+
+# %% ../nbs/05_dask.ipynb #bbe84be3
+def summary(tables: DaskTables,  # the tree, from `load`
+            by="model",  # the column (or list of columns) to group by, as in `modelrecord.summary.summary`
+           ) -> pd.DataFrame:
+    "The per-group overview of `modelrecord.summary.summary`, batch by batch on the Dask scheduler in use, combined."
+    by = [by] if isinstance(by, str) else list(by)
+    partials = dask.compute(*[dask.delayed(_partial)(batch, by) for batch in tables.batches])
+    sums = _summed(partials)
+    result = sums[_COUNTS].astype("int64")
+    _add_completion(result, pd.concat([c for _, _, c in partials], ignore_index=True), by)
+    _add_usage(result, sums)
     latency = _percentiles(pd.concat([l for _, l, _ in partials], ignore_index=True), by, (50, 90))
     for name in latency.columns: result[name] = latency[name].reindex(result.index)
     if len(by) > 1: result.index = pd.MultiIndex.from_tuples(result.index, names=by)
@@ -249,7 +310,11 @@ def _scored(batch: Batch, key, by) -> pd.DataFrame:
     "A batch's counts per row of `by` and case against `key` (`Scores.table_counts`): the partial sums."
     return score(batch.tables, key).table_counts(by)
 
-def score_table(tables: DaskTables, key, by=DEFAULT_BY) -> pd.DataFrame:
+# %% ../nbs/05_dask.ipynb #777f600f
+def score_table(tables: DaskTables,  # the tree, from `load(..., content=True)`
+                key,  # the answer key: a path (JSON or YAML), a mapping or an `AnswerKey`
+                by=DEFAULT_BY,  # the rows of the table: a column or a list of columns, as in `Scores.table`
+               ) -> pd.DataFrame:
     "The published table of `Scores.table`: each batch scored where it is read, counts per case summed, then published."
     if not tables.content:
         raise ValueError("scoring reads call arguments and results and attempt facts: "
@@ -258,4 +323,3 @@ def score_table(tables: DaskTables, key, by=DEFAULT_BY) -> pd.DataFrame:
     parts = dask.compute(*[dask.delayed(_scored)(batch, key, by) for batch in tables.batches])
     levels = list(range(parts[0].index.nlevels))  # a case seen in two batches is one cluster: its counts add up
     return published_table(pd.concat(parts).groupby(level=levels, dropna=False, sort=True).sum())
-

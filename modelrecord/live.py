@@ -19,6 +19,18 @@ def file_stamp(path) -> tuple:
     status = os.stat(path)
     return status.st_size, status.st_mtime_ns
 
+# %% ../nbs/11_live.ipynb #6aa51c6d
+def _changes(root: Path,  # the tree (a shard file's folder)
+             stale: list,  # the shards read again: new or changed
+             removed: list,  # the shards gone since the last read
+             known: dict,  # shard path -> its stamp at the last read
+             total: int,  # how many shards the tree holds now
+            ) -> dict:
+    "What a read found: the shards new, changed and removed (relative to `root`), and how many are unchanged."
+    name = lambda path: os.path.relpath(path, root)
+    return {"new": [name(p) for p in stale if p not in known], "changed": [name(p) for p in stale if p in known],
+            "removed": [name(p) for p in removed], "unchanged": total - len(stale)}
+
 # %% ../nbs/11_live.ipynb #e2f93f7d
 class LiveTree:
     "A shard tree read again as it grows: only the shards that changed are read again; the last tables if none did."
@@ -41,10 +53,7 @@ class LiveTree:
             self.tables = load(self.path, content=self.content, progress=progress or False, errors=self.errors,
                                cache=self.cache)
         elif progress: progress(0, 0)
-        root = self.path if self.path.is_dir() else self.path.parent
-        name = lambda path: os.path.relpath(path, root)
-        self.changes = {"new": [name(p) for p in stale if p not in self.stamps],
-                        "changed": [name(p) for p in stale if p in self.stamps],
-                        "removed": [name(p) for p in removed], "unchanged": len(paths) - len(stale)}
+        self.changes = _changes(self.path if self.path.is_dir() else self.path.parent, stale, removed,
+                                self.stamps, len(paths))
         self.stamps = stamps
         return self.tables

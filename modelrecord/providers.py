@@ -14,10 +14,13 @@ from .record import BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL, Block, Usage
 
 # %% ../nbs/15_providers.ipynb #0f9c58c6
 OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC, GEMINI = "openai-chat", "openai-responses", "anthropic", "gemini"
+
+# %% ../nbs/15_providers.ipynb #de590275
 _APIS = {("openai", "ChatCompletion"): OPENAI_CHAT, ("openai", "Response"): OPENAI_RESPONSES,
          ("anthropic", "Message"): ANTHROPIC, ("anthropic", "BetaMessage"): ANTHROPIC,
          ("google.genai", "GenerateContentResponse"): GEMINI}  # (SDK package, type name) -> API
 
+# %% ../nbs/15_providers.ipynb #60ceb327
 def api_of(response) -> str:
     "The API `response` answers for: `openai-chat`, `openai-responses`, `anthropic` or `gemini`."
     for kind in type(response).__mro__:
@@ -30,6 +33,7 @@ def api_of(response) -> str:
 # %% ../nbs/15_providers.ipynb #bfbbfbb3
 def _count(value) -> int: return value or 0
 
+# %% ../nbs/15_providers.ipynb #f1a2d199
 def _uncached(total: int, name: str, **parts: int) -> int:
     "`total` less the `parts` it includes, refused when they add up to more than it."
     rest = total - sum(parts.values())
@@ -47,12 +51,14 @@ def _openai_usage(counted, total: str, output: str, details: str) -> Usage:
     input_ = _uncached(_count(getattr(counted, total)), total, cached_tokens=cached, cache_write_tokens=written)
     return Usage(input=input_, output=_count(getattr(counted, output)), cache_created=written, cache_read=cached)
 
+# %% ../nbs/15_providers.ipynb #d3c7de79
 def _anthropic_usage(counted) -> Usage:
     "The usage of an Anthropic message: its input excludes both cache counters already."
     return Usage(input=_count(counted.input_tokens), output=_count(counted.output_tokens),
                  cache_created=_count(counted.cache_creation_input_tokens),
                  cache_read=_count(counted.cache_read_input_tokens))
 
+# %% ../nbs/15_providers.ipynb #dc701670
 def _gemini_usage(counted) -> Usage:
     "The usage of a Gemini response: the prompt includes cached content; tool-use prompts are input, thoughts output."
     if counted is None: return Usage()
@@ -91,6 +97,7 @@ def _text_blocks(kind: str, text) -> list:
     "A block of `kind` holding `text`, or none when there is no text."
     return [Block(kind=kind, text=text)] if text else []
 
+# %% ../nbs/15_providers.ipynb #87112f27
 def _openai_chat_blocks(response) -> list:
     "The blocks of the first choice of a chat completion."
     if not response.choices: return []
@@ -129,6 +136,7 @@ def _anthropic_blocks(response) -> list:
         elif part.type == "tool_use": found.append(tool_call_block(part.name, part.input, part.id))
     return found
 
+# %% ../nbs/15_providers.ipynb #89302da7
 def _gemini_blocks(response) -> list:
     "The blocks of the first candidate of a Gemini response, in order."
     content = response.candidates[0].content if response.candidates else None
@@ -143,6 +151,7 @@ def _gemini_blocks(response) -> list:
 _BLOCKS = {OPENAI_CHAT: _openai_chat_blocks, OPENAI_RESPONSES: _openai_responses_blocks,
            ANTHROPIC: _anthropic_blocks, GEMINI: _gemini_blocks}
 
+# %% ../nbs/15_providers.ipynb #2a34aada
 def blocks(response) -> list[Block]:
     "What the model emitted in one provider `response`, as the record's text, thinking and tool-call blocks."
     return _BLOCKS[api_of(response)](response)

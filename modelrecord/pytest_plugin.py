@@ -21,6 +21,7 @@ def pytest_addoption(parser):
         help=f"record model-evaluation shards into DIR, an absolute path (default: ${DIR_ENV}; "
              "neither: recording is off)")
 
+# %% ../nbs/16_pytest.ipynb #70d7ca37
 def pytest_configure(config):
     "Refuse a relative `--modelrecord-dir` before any test runs."
     directory = config.getoption("modelrecord_dir")
@@ -31,9 +32,12 @@ def pytest_configure(config):
 # %% ../nbs/16_pytest.ipynb #7865f667
 _REPORTS = pytest.StashKey[list]()  # on a test item: the writer's messages about that test's lines
 
+# %% ../nbs/16_pytest.ipynb #63186b14
 class Recorder:
     "This process's model record writer, reporting to the current test."
-    def __init__(self, writer: Writer, reports: list): self.writer, self.reports = writer, reports
+    def __init__(self, writer: Writer,  # this process's writer
+                 reports: list):  # the list the current test's reports go to
+        self.writer, self.reports = writer, reports
     def write(self, *lines) -> None:
         "Append `lines` to this process's shard; a line that cannot be recorded fails the test once its body returns."
         self.writer.write(*lines, report=self.reports.append)
@@ -63,6 +67,7 @@ def _taken(item) -> list:
     reports.clear()
     return taken
 
+# %% ../nbs/16_pytest.ipynb #8076f280
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     "Run the test's body; then fail it with the reports of the lines it could not record, if any."

@@ -8,7 +8,7 @@ import pytest
 
 from modelrecord.reader import read_shards
 from modelrecord.record import ENDINGS, MAX_RESULT_BYTES, MAX_TEXT_BYTES, OUTCOME_REFUSED_PREFIX, SHARD_PREFIX, SHARD_SUFFIX
-from modelrecord.sample import MODELS, TURN_CAP, example_tree, generate, tree_bytes, write_tree
+from modelrecord.sample import _MODELS, _TURN_CAP, example_tree, generate, tree_bytes, write_tree
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_shard_contents_follow_the_contract():
             calls.setdefault(line.attempt, []).append(line)
     for attempt_id, its_turns in turns.items():
         indices = sorted({t.index for t in its_turns})
-        assert indices == list(range(1, len(indices) + 1)) and len(indices) <= TURN_CAP
+        assert indices == list(range(1, len(indices) + 1)) and len(indices) <= _TURN_CAP
         for turn in its_turns:
             if turn.try_ > 1:  # a retry follows a failed try at the same index
                 assert any(t.index == turn.index and t.try_ == turn.try_ - 1 and t.status != "ok" for t in its_turns)
@@ -116,5 +116,5 @@ def test_benchmark_sized_trees_grow_to_the_target(tmp_path):
     size = sum(p.stat().st_size for p in tree.rglob("modeleval-*.jsonl"))
     assert 3_000_000 <= size < 3_000_000 + 4 * 600_000
     assert len(read_shards(tree)) == 4
-    assert {m.spec for m in MODELS} <= {a.payload.model for s in read_shards(tree) for a in s.records
+    assert {m.spec for m in _MODELS} <= {a.payload.model for s in read_shards(tree) for a in s.records
                                         if a.type == "attempt"}
