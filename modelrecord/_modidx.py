@@ -726,6 +726,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                     'modelrecord.tables._joined': ('tables.html#_joined', 'modelrecord/tables.py'),
                                     'modelrecord.tables._kept': ('tables.html#_kept', 'modelrecord/tables.py'),
                                     'modelrecord.tables._keyed': ('tables.html#_keyed', 'modelrecord/tables.py'),
+                                    'modelrecord.tables._left_out': ('tables.html#_left_out', 'modelrecord/tables.py'),
                                     'modelrecord.tables._local': ('tables.html#_local', 'modelrecord/tables.py'),
                                     'modelrecord.tables._many': ('tables.html#_many', 'modelrecord/tables.py'),
                                     'modelrecord.tables._matching': ('tables.html#_matching', 'modelrecord/tables.py'),

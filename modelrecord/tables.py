@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .formatting import plural
 from .cache import (Part, _cached, _first_salvaged, _open_segment, _shard_key, _slice, _tree_dir,
                                _update_index, _write_segment)
 from .record import (
@@ -725,7 +726,31 @@ def combine(parts: list, root=None) -> "Tables":
         attempts = frames["attempts"]
         attempts["served_tools"] = attempts.served_tools.astype("Int64")
         _sessions_by_run(attempts, frames["sessions"])
-    return Tables(frames, root=root, problems=_problems(parts, root))
+    problems = _problems(parts, root)
+    if len(problems): problems = _left_out(frames, problems)  # salvaged: no row without its attempt
+    return Tables(frames, root=root, problems=problems)
+
+# %% ../nbs/04_tables.ipynb #0d7f3be2
+_ATTEMPT_TABLES = ("turns", "calls", "verifies", "blocks")  # the tables whose rows belong to an attempt
+
+def _left_out(frames: dict, # the tables, by name: rows of an attempt not read are removed from them
+              problems: pd.DataFrame, # the problems salvaged, to which one row per such attempt is added
+             ) -> pd.DataFrame:
+    "Remove the rows whose attempt line was not read from `frames`; the problems, with a row per such attempt."
+    lost = []
+    for name in _ATTEMPT_TABLES:
+        orphan = frames[name].attempt_key.isna().to_numpy()
+        if orphan.any():
+            lost.append(frames[name].loc[orphan, ["shard", "attempt"]].astype(str).assign(table=name))
+            frames[name] = frames[name][~orphan]
+    if not lost: return problems
+    counts = pd.concat(lost).groupby(["shard", "attempt"], sort=False).table.value_counts(sort=False)
+    rows = [dict(shard=shard, line=pd.NA, field="attempt",
+                 why=f"{', '.join(plural(n, table[:-1]) for table, n in part.droplevel([0, 1]).items())} of attempt "
+                     f"{attempt!r}, whose attempt line was not read: left out")
+            for (shard, attempt), part in counts.groupby(level=[0, 1], sort=False)]
+    added = pd.DataFrame(rows).astype({"line": "Int64"})
+    return pd.concat([problems, added], ignore_index=True)
 
 # %% ../nbs/04_tables.ipynb #b9518540
 def _many(value) -> bool:

@@ -509,3 +509,33 @@ def test_load_raises_the_first_refusal_whether_a_rule_or_the_json(tmp_path):
         assert expected[1] == 10
         assert _refusal(lambda: load(path.parent, cache=False)) == expected
         assert _refusal(lambda: load(path.parent, cache=False, workers=2)) == expected
+
+
+def _tear_first_attempt_line(tree: Path) -> str:
+    "Tear the first attempt line of the tree's first shard (as a killed process leaves it); its id."
+    shard = shard_paths(tree)[0]
+    lines = Path(shard).read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if b'"type":"attempt"' in line)
+    lost = json.loads(lines[at])["attempt"]["id"]
+    lines[at] = lines[at][:40]
+    Path(shard).write_bytes(b"\n".join(lines))
+    return lost
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_salvaged_load_leaves_out_what_a_lost_attempt_took_with_it(tmp_path, capsys, cache):
+    "No phantom model made of the turns of an attempt whose line was refused: they are problems (issue 27)."
+    from modelrecord.cli import main
+    write_tree(tmp_path, seed=3, attempts=40)
+    lost = _tear_first_attempt_line(tmp_path)
+    for _ in range(2 if cache else 1):  # through the cache, the second load reads the segments
+        tables = load(tmp_path, errors="collect", cache=cache)
+        assert not any(tables[name].attempt_key.isna().any() for name in ("turns", "calls", "verifies", "blocks"))
+        torn = tables.problems.shard.iloc[0]  # attempt ids are unique within a shard, not across the tree
+        assert not tables.turns[tables.turns.shard == torn].attempt.eq(lost).any()
+        assert tables.attempts.model.notna().all()
+        assert len(tables.problems) == 2 and f"attempt {lost!r}, whose attempt line was not read" in tables.problems.why.iloc[1]
+        assert summary(tables).index.notna().all()
+    assert main(["summary", str(tmp_path), "--salvage"] + ([] if cache else ["--no-cache"])) == 0
+    out, err = capsys.readouterr()
+    assert "(none)" not in out and "nan" not in out and "whose attempt line was not read" in err
