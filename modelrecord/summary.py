@@ -21,16 +21,19 @@ from .tables import COST_COLUMNS, VOCABULARY_COLUMNS, Tables
 # %% ../nbs/07_summary.ipynb #d1c5088f
 By = Union[str, Sequence[str]]
 
+# %% ../nbs/07_summary.ipynb #b8904923
 def _by(by: By) -> list:
     "`by` as a list of column names."
     return [by] if isinstance(by, str) else list(by)
 
+# %% ../nbs/07_summary.ipynb #132854db
 def _sorted(column: pd.Series) -> pd.Series:
     "A categorical `column` with its categories sorted (endings and other vocabularies keep their order)."
     if not isinstance(column.dtype, pd.CategoricalDtype) or column.name in VOCABULARY_COLUMNS:
         return column
     return column.cat.reorder_categories(sorted(column.cat.categories))
 
+# %% ../nbs/07_summary.ipynb #8390bfeb
 def _keys(tables: Tables, frame: pd.DataFrame, by: By) -> list:
     "The `by` columns of `frame`'s rows (its own, or its attempt's through `attempt_key`), as Series."
     keys = []
@@ -42,6 +45,7 @@ def _keys(tables: Tables, frame: pd.DataFrame, by: By) -> list:
         keys.append(_sorted(column))
     return keys
 
+# %% ../nbs/07_summary.ipynb #327c3daf
 def _groups(tables: Tables, frame: pd.DataFrame, by: By):
     "`frame` grouped by the `by` columns (its own, or its attempt's through `attempt_key`)."
     return frame.groupby(_keys(tables, frame, by), observed=True, dropna=False, sort=True)
@@ -49,6 +53,7 @@ def _groups(tables: Tables, frame: pd.DataFrame, by: By):
 # %% ../nbs/07_summary.ipynb #f68bd621
 Z95 = 1.959963984540054  # the 0.975 normal quantile, scipy.stats.norm.ppf(0.975): two-sided 95%
 
+# %% ../nbs/07_summary.ipynb #3f01062b
 def wilson(numerator, # successes: a number or an array
            denominator, # trials, the same shape; NaN bounds where it is 0
            z: float = Z95, # the normal quantile of the interval's level
@@ -78,6 +83,7 @@ def _group_levels(index: pd.Index):
     "The index levels naming the group in an index of (group..., cluster): a level number, or a list of them."
     return 0 if index.nlevels == 2 else list(range(index.nlevels - 1))
 
+# %% ../nbs/07_summary.ipynb #44289a77
 def clustered_proportions(numerator: pd.Series, # successes per group and cluster (the cluster is the last index level)
                           denominator: pd.Series, # trials, on the same index
                          ) -> pd.DataFrame:
@@ -108,7 +114,9 @@ def proportions(success: pd.Series, # one boolean per observation (attempt); mis
     return clustered_proportions(per_cluster["sum"], per_cluster["size"])
 
 # %% ../nbs/07_summary.ipynb #cae02553
-def endings(tables: Tables, by: By = "model") -> pd.DataFrame:
+def endings(tables: Tables, # whole, narrowed by `where` or re-priced by `priced`
+            by: By = "model", # an attempt column, or a list of them, to group by
+           ) -> pd.DataFrame:
     "Attempts per group, how they ended (one column per ending), and completion over the model's own endings."
     groups = _groups(tables, tables.attempts, by)
     counts = groups.ended_by.value_counts().unstack(fill_value=0).reindex(columns=list(ENDINGS), fill_value=0)
@@ -125,7 +133,9 @@ def endings(tables: Tables, by: By = "model") -> pd.DataFrame:
     return result
 
 # %% ../nbs/07_summary.ipynb #6af55bed
-def tokens(tables: Tables, by: By = "model") -> pd.DataFrame:
+def tokens(tables: Tables, # whole, narrowed by `where` or re-priced by `priced`
+           by: By = "model", # an attempt column, or a list of them, to group by
+          ) -> pd.DataFrame:
     "Turn lines and the four token counters per group, and the share of input read from the cache."
     groups = _groups(tables, tables.turns, by)
     result = pd.DataFrame({"turns": groups.size()}).join(groups[list(TOKEN_CATEGORIES)].sum())
@@ -134,7 +144,9 @@ def tokens(tables: Tables, by: By = "model") -> pd.DataFrame:
     return result
 
 # %% ../nbs/07_summary.ipynb #f46d5eba
-def costs(tables: Tables, by: By = "model") -> pd.DataFrame:
+def costs(tables: Tables, # whole, narrowed by `where` or re-priced by `priced`
+          by: By = "model", # an attempt column, or a list of them, to group by
+         ) -> pd.DataFrame:
     "Cost per group in four components and summed, the turns left unpriced, and what cache reads saved."
     turns = tables.turns
     groups = _groups(tables, turns.assign(unpriced_turns=turns.cost.isna()), by)
@@ -142,7 +154,9 @@ def costs(tables: Tables, by: By = "model") -> pd.DataFrame:
     return result.join(groups[[*COST_COLUMNS, "cost", "cache_saving"]].sum(min_count=1))
 
 # %% ../nbs/07_summary.ipynb #877a618d
-def retries(tables: Tables, by: By = "model") -> pd.DataFrame:
+def retries(tables: Tables, # whole, narrowed by `where` or re-priced by `priced`
+            by: By = "model", # an attempt column, or a list of them, to group by
+           ) -> pd.DataFrame:
     "Retries (turn lines with `try` > 1) per group: how many, their tokens and cost, and their shares."
     turns = tables.turns
     again = (turns["try"] > 1).to_numpy()
@@ -156,7 +170,10 @@ def retries(tables: Tables, by: By = "model") -> pd.DataFrame:
     return result
 
 # %% ../nbs/07_summary.ipynb #1630e23d
-def latency(tables: Tables, by: By = "model", percentiles: Sequence[int] = (50, 90, 99)) -> pd.DataFrame:
+def latency(tables: Tables, # whole, narrowed by `where` or re-priced by `priced`
+            by: By = "model", # an attempt column, or a list of them, to group by
+            percentiles: Sequence[int] = (50, 90, 99), # the percentiles to give, from 0 to 100
+           ) -> pd.DataFrame:
     "Latency percentiles (milliseconds) of turn lines per group, over the lines that recorded one."
     groups = _groups(tables, tables.turns, by)
     result = pd.DataFrame({"timed_turns": groups.latency_ms.count()})
@@ -164,7 +181,9 @@ def latency(tables: Tables, by: By = "model", percentiles: Sequence[int] = (50, 
     return result
 
 # %% ../nbs/07_summary.ipynb #c7547ddf
-def summary(tables: Tables, by: By = "model") -> pd.DataFrame:
+def summary(tables: Tables, # whole, narrowed by `where` or re-priced by `priced`
+            by: By = "model", # an attempt column, or a list of them, to group by
+           ) -> pd.DataFrame:
     "The per-group overview: endings and completion, tokens, cost, cache, retries and latency."
     parts = [endings(tables, by), tokens(tables, by).drop(columns="turns"),
              costs(tables, by).drop(columns="turns"),
@@ -189,16 +208,26 @@ def attempt_totals(tables: Tables) -> pd.DataFrame:
     return result
 
 # %% ../nbs/07_summary.ipynb #bcf976ed
-def interval_text(low, high) -> str:
+def interval_text(low, # the interval's lower bound, a fraction (None or NaN: unknown)
+                  high, # its upper bound
+                 ) -> str:
     "A 95% interval as whole percentages, `[73-89]`, blank when unknown."
     return "" if low is None or pd.isna(low) else f"[{100 * low:.0f}-{100 * high:.0f}]"
 
-def fraction_text(numerator, denominator, low=None, high=None) -> str:
+# %% ../nbs/07_summary.ipynb #d1234617
+def fraction_text(numerator: int, # the count of successes
+                  denominator: int, # the count of trials
+                  low=None, # the interval's bounds, as fractions, if it is to be written
+                  high=None,
+                 ) -> str:
     "`31/50 62%`, with its interval `31/50 62% [48-74]` when `low` and `high` are given, `0/0` when D is 0."
     if not denominator: return f"{numerator:,}/0"
     return f"{numerator:,}/{denominator:,} {numerator / denominator:.0%} {interval_text(low, high)}".rstrip()
 
-def clustered_text(se, clusters) -> str:
+# %% ../nbs/07_summary.ipynb #e965e88f
+def clustered_text(se, # a clustered standard error, a fraction (None or NaN: unknown)
+                   clusters, # the number of clusters it was computed over
+                  ) -> str:
     "A clustered standard error in percentage points with its number of clusters, `± 4.1 (27)`, blank when unknown."
     return "" if se is None or pd.isna(se) else f"± {100 * se:.1f} ({int(clusters)})"
 
@@ -208,6 +237,7 @@ VERDICT_NOTE = ["key: columns are verdicts against the answer key, over the verd
                 "verdicts are counted apart."]
 KEY_PROPORTIONS = ("clean", "completion", "unaided")  # the verdicts' proportions a summary shows beside the endings
 
+# %% ../nbs/07_summary.ipynb #ef11ee25
 def _verdict_columns(index: pd.Index, scored: pd.DataFrame) -> pd.DataFrame:
     "The verdict columns beside the endings: clean, completion and unaided with intervals, the verdicts counted apart."
     rows = scored.reindex(index)
@@ -218,34 +248,45 @@ def _verdict_columns(index: pd.Index, scored: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({**{f"key: {name}": fraction(name) for name in KEY_PROPORTIONS},
                          "key: gitlab_refused": count("gitlab_refused"), "key: unobserved": count("unobserved")})
 
-def summary_text(summary: pd.DataFrame,
-                 scored: Optional[pd.DataFrame] = None,  # a `Scores.table()` grouped like `summary`: joins the endings
-                ) -> str:
-    "A `summary` as two aligned text tables, endings (and verdicts, when `scored`) then tokens and cost."
-    name = " / ".join(str(n) for n in summary.index.names)
-    labels = group_labels(summary.index)
+# %% ../nbs/07_summary.ipynb #f4b679b8
+def _endings_table(summary: pd.DataFrame, name: str, labels: list) -> pd.DataFrame:
+    "The endings table of `summary` as text: attempts, completion with its interval and clustered error, each ending."
     completion = zip(summary.completed, summary.model_endings, summary.completion_low, summary.completion_high)
-    ending_table = pd.DataFrame({name: labels, "attempts": summary.attempts.map(count_text).to_numpy(),
+    return pd.DataFrame({name: labels, "attempts": summary.attempts.map(count_text).to_numpy(),
         "completion": [fraction_text(*parts) for parts in completion],
         "clustered": [clustered_text(*parts) for parts in zip(summary.completion_se, summary.completion_clusters)],
         **{ending: summary[ending].map(count_text).to_numpy() for ending in ENDINGS if ending != ENDED_COMPLETED}})
-    if scored is not None: ending_table = ending_table.join(_verdict_columns(summary.index, scored))
-    spend_table = pd.DataFrame({name: labels, **{c: summary[c].map(count_text).to_numpy() for c in TOKEN_CATEGORIES},
+
+# %% ../nbs/07_summary.ipynb #f4b7cbe9
+def _spend_table(summary: pd.DataFrame, name: str, labels: list) -> pd.DataFrame:
+    "The tokens and cost table of `summary` as text: tokens, cache, cost, retries and latency."
+    text = lambda column: summary[column].map(count_text).to_numpy()
+    return pd.DataFrame({name: labels, **{c: text(c) for c in TOKEN_CATEGORIES},
         "cache hit": summary.cache_hit_share.map(share_text).to_numpy(), "cost": usd_column(summary.cost),
-        "unpriced turns": summary.unpriced_turns.map(count_text).to_numpy(),
-        "cache saving": usd_column(summary.cache_saving), "retries": summary.retries.map(count_text).to_numpy(),
-        "retry cost": usd_column(summary.retry_cost), "p50 ms": summary.latency_p50_ms.map(count_text).to_numpy(),
-        "p90 ms": summary.latency_p90_ms.map(count_text).to_numpy()})
-    note = [f"completion = completed / attempts ending in the model's own endings ({', '.join(MODEL_ENDINGS)});",
-            f"{', '.join(NOT_MODEL_ENDINGS)} are counted but are not the model's;",
-            "[low-high] is its 95% Wilson interval;",
-            "clustered = its standard error clustered by case, in percentage points, (cases), where a case repeats."]
-    if scored is not None: note += VERDICT_NOTE
-    legend = ["input = uncached input tokens (cache_created and cache_read are counted apart); cache saving = what",
-              "reading from the cache saved against paying for those tokens as input; unpriced turns = turns whose",
-              "model has no price in its run line, left out of cost."]
+        "unpriced turns": text("unpriced_turns"), "cache saving": usd_column(summary.cache_saving),
+        "retries": text("retries"), "retry cost": usd_column(summary.retry_cost), "p50 ms": text("latency_p50_ms"),
+        "p90 ms": text("latency_p90_ms")})
+
+# %% ../nbs/07_summary.ipynb #84b0519a
+_ENDINGS_NOTE = [f"completion = completed / attempts ending in the model's own endings ({', '.join(MODEL_ENDINGS)});",
+                 f"{', '.join(NOT_MODEL_ENDINGS)} are counted but are not the model's;",
+                 "[low-high] is its 95% Wilson interval;",
+                 "clustered = its standard error clustered by case, in percentage points, (cases), where a case repeats."]
+_SPEND_NOTE = ["input = uncached input tokens (cache_created and cache_read are counted apart); cache saving = what",
+               "reading from the cache saved against paying for those tokens as input; unpriced turns = turns whose",
+               "model has no price in its run line, left out of cost."]
+
+# %% ../nbs/07_summary.ipynb #6db6dbf4
+def summary_text(summary: pd.DataFrame, # a `summary` table
+                 scored: Optional[pd.DataFrame] = None,  # a `Scores.table()` grouped like `summary`: joins the endings
+                ) -> str:
+    "A `summary` as two aligned text tables, endings (and verdicts, when `scored`) then tokens and cost."
+    name, labels = " / ".join(str(n) for n in summary.index.names), group_labels(summary.index)
+    ending_table = _endings_table(summary, name, labels)
+    if scored is not None: ending_table = ending_table.join(_verdict_columns(summary.index, scored))
+    note = _ENDINGS_NOTE + (VERDICT_NOTE if scored is not None else [])
     return "\n".join(["Endings", *aligned_lines(ending_table), *note, "",
-                      "Tokens and cost", *aligned_lines(spend_table), *legend]) + "\n"
+                      "Tokens and cost", *aligned_lines(_spend_table(summary, name, labels)), *_SPEND_NOTE]) + "\n"
 
 # %% ../nbs/07_summary.ipynb #f4e1ab02
 def _number(value):
@@ -253,37 +294,49 @@ def _number(value):
     if pd.isna(value): return None
     return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
-def proportion_record(numerator, denominator, low, high, clusters=None, se=None) -> dict:
+# %% ../nbs/07_summary.ipynb #cfa651b5
+def proportion_record(numerator, # the count of successes
+                      denominator, # the count of trials
+                      low, # the Wilson interval's bounds, as fractions
+                      high,
+                      clusters=None, # the number of clusters, when the error is clustered
+                      se=None, # the clustered standard error
+                     ) -> dict:
     "One proportion as plain data: its parts, its text, its rate and its Wilson interval (and clustering, when known)."
     record = dict(numerator=int(numerator), denominator=int(denominator), text=f"{int(numerator)}/{int(denominator)}",
                   rate=_number(numerator / denominator) if denominator else None, low=_number(low), high=_number(high))
     if clusters is not None: record.update(clusters=int(clusters), clustered_se=_number(se))
     return record
 
-def table_proportion(row: pd.Series, name: str) -> dict:
+# %% ../nbs/07_summary.ipynb #14f7f79b
+def table_proportion(row: pd.Series, # a row of a table of proportions (a `Scores.table()`)
+                     name: str, # the proportion's name, the prefix of its columns
+                    ) -> dict:
     "The proportion `name` of a table's row: its `name_numerator`, `_denominator`, `_low`, `_high`, `_clusters`, `_se`."
     return proportion_record(*(row[f"{name}_{part}"]
                                for part in ("numerator", "denominator", "low", "high", "clusters", "se")))
 
-def summary_records(summary: pd.DataFrame,
+# %% ../nbs/07_summary.ipynb #f63f89f7
+def _summary_record(names: list, key, row: pd.Series) -> dict:
+    "The summary's `row` for the group `key` (by `names`) as a JSON-ready record."
+    group = dict(zip(names, key if isinstance(key, tuple) else (key,)))
+    whole = lambda value: None if pd.isna(value) else int(value)
+    return {**{name: None if pd.isna(value) else str(value) for name, value in group.items()},
+            "attempts": int(row.attempts),
+            "completion": proportion_record(row[ENDED_COMPLETED], row.model_endings, row.completion_low,
+                                            row.completion_high, row.completion_clusters, row.completion_se),
+            "endings": {ending: int(row[ending]) for ending in ENDINGS},
+            "tokens": {category: whole(row[category]) for category in TOKEN_CATEGORIES},
+            "cost": _number(row.cost), "unpriced_turns": whole(row.unpriced_turns), "retries": whole(row.retries)}
+
+# %% ../nbs/07_summary.ipynb #6ff36ee1
+def summary_records(summary: pd.DataFrame, # a `summary` table
                     scored: Optional[pd.DataFrame] = None,  # a `Scores.table()` grouped like `summary`: adds `key`
                    ) -> list:
     "A `summary` as a list of JSON-ready records, one per row, each proportion with its interval."
-    records = []
-    rows = None if scored is None else scored.reindex(summary.index)
-    for at, (key, row) in enumerate(summary.iterrows()):
-        record = dict(zip(summary.index.names, key if isinstance(key, tuple) else (key,)))
-        record = {name: None if pd.isna(value) else str(value) for name, value in record.items()}
-        record["attempts"] = int(row.attempts)
-        record["completion"] = proportion_record(row[ENDED_COMPLETED], row.model_endings, row.completion_low,
-                                                 row.completion_high, row.completion_clusters, row.completion_se)
-        record["endings"] = {ending: int(row[ending]) for ending in ENDINGS}
-        whole = lambda value: None if pd.isna(value) else int(value)
-        record["tokens"] = {category: whole(row[category]) for category in TOKEN_CATEGORIES}
-        record.update(cost=_number(row.cost), unpriced_turns=whole(row.unpriced_turns), retries=whole(row.retries))
-        if rows is not None:
-            verdicts = rows.iloc[at]
-            record["key"] = (None if pd.isna(verdicts.attempts)
-                             else {name: table_proportion(verdicts, name) for name in KEY_PROPORTIONS})
-        records.append(record)
+    records = [_summary_record(summary.index.names, key, row) for key, row in summary.iterrows()]
+    if scored is None: return records
+    for record, (_, verdicts) in zip(records, scored.reindex(summary.index).iterrows()):
+        record["key"] = (None if pd.isna(verdicts.attempts)
+                         else {name: table_proportion(verdicts, name) for name in KEY_PROPORTIONS})
     return records

@@ -125,7 +125,7 @@ def test_split(tables, split):
         assert headers == sorted(tables.attempts.model.unique())
         assert parts == [str(part) for _, part in rows.index]
         assert fig.axes[0].get_ylabel() == f"model / {split}"
-        assert 4 <= fig.get_figheight() <= plots.MAX_HEIGHT
+        assert 4 <= fig.get_figheight() <= plots._MAX_HEIGHT
 
 
 def test_by_another_column(tables):
