@@ -60,6 +60,7 @@ def needs(extra: str):
 # %% ../nbs/17_cli.ipynb #1feeee0a
 _WORKERS = dict(type=int, default=None, help="processes reading shards (default: by tree size)")
 _UNCACHED = dict(action="store_true", help="neither read nor write the load cache")
+_SALVAGE = dict(action="store_true", help="read every line that can be read; list the refused ones on stderr")
 _VERDICT = dict(choices=["clean", "completed", "unaided"], default=None,
                 help="with --key: the verdict that counts as success (default: clean)")
 
@@ -171,8 +172,27 @@ def _print_skipped(tables, tree: Path):
     from modelrecord.tables import problem_errors
     for refusal in problem_errors(tables.problems, tree if tree.is_dir() else tree.parent):
         print(f"modelrecord: skipped {refusal}", file=sys.stderr)
-    if len(tables.problems): print(f"modelrecord: {plural(len(tables.problems), 'line')} refused, the rest summarised",
+    if len(tables.problems): print(f"modelrecord: {plural(len(tables.problems), 'line')} refused, the rest read",
                                    file=sys.stderr)
+
+# %% ../nbs/17_cli.ipynb #f477bb0e
+def _loaded(args, # the parsed command line: its `--workers`, `--salvage` and `--no-cache`
+            tree: Path, # the tree (or shard) to read
+            content: bool = False, # also read what was said (scoring needs it)
+           ):
+    "The `Tables` of `tree` read as the command line asks; what a salvaging read left out, named on stderr."
+    from modelrecord.tables import load
+    tables = load(tree, workers=args.workers, content=content, errors="collect" if args.salvage else "raise",
+                  cache=not args.no_cache)
+    _print_skipped(tables, tree)
+    return tables
+
+# %% ../nbs/17_cli.ipynb #63111d59
+def _unreadable(error: ShardError) -> int:
+    "Refuse a tree at its first bad line, and say how to read the rest; the exit status of a refusal."
+    _refused(error)
+    print("modelrecord: give --salvage to read every other line and list the refused ones", file=sys.stderr)
+    return 1
 
 # %% ../nbs/17_cli.ipynb #67b6844f
 def _print_summary(args, tree: Path, table, verdicts, repeats: dict, verdict: str | None):
@@ -192,16 +212,13 @@ def _print_summary(args, tree: Path, table, verdicts, repeats: dict, verdict: st
 def summary_command(args) -> int:
     "Print the summary of a tree per model (or per `--by` columns) as aligned text tables, or as JSON."
     from modelrecord.summary import summary as summarise
-    from modelrecord.tables import load
     misuse = _summary_misuse(args)
     if misuse: return _misused(misuse)
     by, tree = args.by.split(","), _tree(args.path)
-    errors = "collect" if args.salvage else "raise"
-    try:
-        tables = load(tree, workers=args.workers, content=bool(args.key), errors=errors, cache=not args.no_cache)
-        scored = _scores(tables, args.key) if args.key else None
-    except (ShardError, ValueError) as error: return _refused(error)
-    _print_skipped(tables, tree)
+    try: tables = _loaded(args, tree, content=bool(args.key))
+    except ShardError as error: return _unreadable(error)
+    try: scored = _scores(tables, args.key) if args.key else None
+    except ValueError as error: return _refused(error)
     try: table = summarise(tables, by=by)
     except ValueError as error: return _misused(error)
     verdict = (args.verdict or "clean") if scored is not None else None
@@ -218,8 +235,7 @@ def _summary_parser(commands):
     sub.add_argument("--key", help="also score the tree against this answer key (JSON or YAML), show the verdicts")
     sub.add_argument("--verdict", **_VERDICT)
     sub.add_argument("--workers", **_WORKERS)
-    sub.add_argument("--salvage", action="store_true",
-                     help="summarise every line that reads; list the refused ones on stderr")
+    sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
     sub.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
     sub.add_argument("--k", type=int, default=None, help="also give each model's pass@k and pass^k for this k")
@@ -228,15 +244,14 @@ def _summary_parser(commands):
 def score_command(args) -> int:
     "Score a tree against its answer key; print the published table, or with `--json` the verdicts and rows as JSON."
     from modelrecord.score import AnswerKeyError, table_text
-    from modelrecord.tables import load
     if args.path and not args.key:
         return _misused("score needs the answer key of the tree: give it with --key KEY (JSON or YAML)")
     if not args.path:
         from modelrecord.sample import example_key
         args.key = args.key or example_key()
-    try:
-        tables = load(_tree(args.path), workers=args.workers, content=True, cache=not args.no_cache)
-        scores = _scores(tables, args.key)
+    try: tables = _loaded(args, _tree(args.path), content=True)
+    except ShardError as error: return _unreadable(error)
+    try: scores = _scores(tables, args.key)
     except (ShardError, AnswerKeyError) as error: return _refused(error)
     by = "row" if args.by == "row" else args.by.split(",")
     try: shown = scores.to_json(by) if args.json else table_text(scores.table(by))
@@ -255,17 +270,18 @@ def _score_parser(commands):
                      help="attempt columns to group by, comma-separated, or 'row' (default: model,surface)")
     sub.add_argument("--json", action="store_true", help="print the verdicts and the rows as one JSON object")
     sub.add_argument("--workers", **_WORKERS)
+    sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
 
 # %% ../nbs/17_cli.ipynb #4b196688
 @needs("analysis")
 def export_command(args) -> int:
     "Write the tables of a tree as Parquet datasets partitioned by run, one per table, into `--to`."
-    from modelrecord.tables import export as write_parquet, checked_export_dir, load
+    from modelrecord.tables import export as write_parquet, checked_export_dir
     try: checked_export_dir(args.to)  # refused before the tree is read
     except NotADirectoryError as error: return _refused(error)
-    try: tables = load(_tree(args.path), workers=args.workers, content=args.content, cache=not args.no_cache)
-    except ShardError as error: return _refused(error)
+    try: tables = _loaded(args, _tree(args.path), content=args.content)
+    except ShardError as error: return _unreadable(error)
     for path in write_parquet(tables, args.to, ns=args.ns): print(path)
     return 0
 
@@ -278,6 +294,7 @@ def _export_parser(commands):
     sub.add_argument("--to", required=True, help="the directory to write <table>/run_id=<run>/ datasets into")
     sub.add_argument("--content", action="store_true", help="also keep texts, arguments, results and digests")
     sub.add_argument("--workers", **_WORKERS)
+    sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--ns", action="store_true",
                      help="keep timestamps in nanoseconds (default: microseconds, as Spark reads)")
     sub.add_argument("--no-cache", **_UNCACHED)
@@ -356,13 +373,11 @@ def _compare_misuse(args) -> str | None:
 def compare_command(args) -> int:
     "Compare two runs (two trees, or `--runs`/`--commits` of one tree); print the verdicts per model, or JSON."
     from modelrecord.compare import REGRESSION, compare_runs, run_comparison_records, runs_of
-    from modelrecord.tables import load
     misuse = _compare_misuse(args)
     if misuse: return _misused(misuse)
     keys, pick = args.key or [], args.runs or args.commits
-    try: trees = [load(Path(path), workers=args.workers, content=bool(keys), cache=not args.no_cache)
-                  for path in args.paths]
-    except ShardError as error: return _refused(error)
+    try: trees = [_loaded(args, Path(path), content=bool(keys)) for path in args.paths]
+    except ShardError as error: return _unreadable(error)
     if pick:
         try: trees = [runs_of(trees[0], name.split(",") if args.runs else name) for name in pick]
         except ValueError as error: return _misused(error)
@@ -391,5 +406,6 @@ def _compare_parser(commands):
     sub.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout")
     sub.add_argument("--fail-on-regression", action="store_true", help="exit 1 when some model regressed")
     sub.add_argument("--workers", **_WORKERS)
+    sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
     sub.set_defaults(run=compare_command)
