@@ -416,7 +416,7 @@ def cumulative_cost(tables: Tables, *, run: Optional[str] = None, ax: Optional[A
     return fig
 
 # %% ../nbs/10_plots.ipynb #7b1d0c02
-from .score import APART_OUTCOMES
+from .score import APART_VERDICTS
 
 VERDICT_COLOURS = {"completion": "#a5d6a7", "clean": "#1b5e20"}  # the two verdict bars, light to strict
 
@@ -436,7 +436,7 @@ def verdicts_by_model(scores, *, by: str = "model", ax: Optional[Axes] = None) -
         ax.barh(y + offset, np.nan_to_num(share), height=0.36, color=VERDICT_COLOURS[name], label=name,
                 edgecolor="white", linewidth=0.5)
         for at, value, text in zip(y + offset, share, table[name]): _note(ax, 0 if np.isnan(value) else value, at, text)
-    apart = table[list(APART_OUTCOMES)].sum(axis=1)
+    apart = table[list(APART_VERDICTS)].sum(axis=1)
     for at, count in zip(y, apart):
         if count: ax.annotate(f"+{count} counted apart", (1, at), xycoords=("axes fraction", "data"), xytext=(4, 0),
                               textcoords="offset points",
