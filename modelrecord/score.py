@@ -7,10 +7,10 @@ __all__ = ['VERDICT_COMPLETED', 'VERDICT_FAILED', 'VERDICT_GITLAB_REFUSED', 'VER
            'SCORED_VERDICTS', 'APART_VERDICTS', 'ANSWERS', 'DECLINES', 'CONFIRMATIONS', 'MATCHED_BY', 'ATTEMPT_WHY',
            'STEP_WHY', 'ARGUMENT_WHY', 'TRUTHS', 'MODE_READ_ONLY', 'MODE_SAFE', 'MODE_DEFAULT',
            'REFUSED_INVALID_PARAMS', 'REFUSED_NEEDS_CONFIRMATION', 'REFUSED_UNKNOWN_ACTION', 'SENT_BACK', 'ROW_COLUMNS',
-           'ATTEMPT_FIELDS', 'STEP_FIELDS', 'ARGUMENT_FIELDS', 'PUBLISHED', 'PROPORTIONS', 'PUBLISHED_TITLES',
-           'DEFAULT_BY', 'canonical', 'canonical_value', 'values_equal', 'call_view', 'AttemptView', 'ended_in_text',
-           'find_step_call', 'argument_verdicts', 'score_steps', 'score_attempt', 'score', 'Ratio', 'overhead_text',
-           'Scores', 'published_table', 'table_text']
+           'ATTEMPT_FIELDS', 'STEP_FIELDS', 'ARGUMENT_FIELDS', 'DEFAULT_BY', 'PUBLISHED', 'PROPORTIONS',
+           'PUBLISHED_TITLES', 'canonical', 'canonical_value', 'values_equal', 'call_view', 'AttemptView',
+           'ended_in_text', 'find_step_call', 'argument_verdicts', 'score_steps', 'score_attempt', 'Scores', 'score',
+           'Ratio', 'overhead_text', 'published_table', 'table_text']
 
 # %% ../nbs/08_score.ipynb #55b014e5
 import copy
@@ -35,27 +35,49 @@ from .record import (
 # %% ../nbs/08_score.ipynb #bea7d291
 VERDICT_COMPLETED, VERDICT_FAILED, VERDICT_GITLAB_REFUSED, VERDICT_UNOBSERVED = (
     "completed", "failed", "gitlab_refused", "unobserved")
-# ended_by that is the outcome
+
+# %% ../nbs/08_score.ipynb #4069b600
+# the runner's endings that are the verdict: the model could not be judged on the key
 RUNNER_VERDICTS = (ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_OVER_BUDGET)
-# every outcome, in table order
+
+# %% ../nbs/08_score.ipynb #61eeee2a
+# every verdict, in table order
 VERDICTS = (VERDICT_COMPLETED, VERDICT_FAILED, ENDED_OVER_BUDGET, ENDED_MALFORMED, VERDICT_GITLAB_REFUSED,
-                    VERDICT_UNOBSERVED, ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR)
-# the outcomes the columns count
+            VERDICT_UNOBSERVED, ENDED_SKIPPED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR)
+
+# %% ../nbs/08_score.ipynb #24b8aed3
+# the verdicts the columns count
 SCORED_VERDICTS = (VERDICT_COMPLETED, VERDICT_FAILED, ENDED_OVER_BUDGET, ENDED_MALFORMED)
+
+# %% ../nbs/08_score.ipynb #5bccdd58
 # tallied, nothing else
 APART_VERDICTS = (ENDED_SKIPPED, VERDICT_UNOBSERVED, ENDED_PROVIDER_ERROR, ENDED_HARNESS_ERROR, VERDICT_GITLAB_REFUSED)
 
+# %% ../nbs/08_score.ipynb #f834f68b
 ANSWERS = ("accepted", "gitlab_refused", "wrong")  # what the server's answer to a step's call was worth
+
+# %% ../nbs/08_score.ipynb #ca99b3f0
 DECLINES = ("by-refusal", "by-text")  # how a read-only session's mutation was rightly not done
+
+# %% ../nbs/08_score.ipynb #738057b7
 CONFIRMATIONS = ("unaided", "server-aided", "never")  # how a destructive step was confirmed
+
+# %% ../nbs/08_score.ipynb #5e6e8ce0
 MATCHED_BY = ("dispatched", "requested", "tool")  # which name of the call named the step
 
+# %% ../nbs/08_score.ipynb #36073fa8
 ATTEMPT_WHY = ("runner_ending", "unobserved_step", "blocked_by_refusal", "step_failed", "verify_failed",
                "gitlab_refused")
+
+# %% ../nbs/08_score.ipynb #7202e4a0
 STEP_WHY = ("unknown_step", "no_call", "sent_back", "gitlab_refused", "wrong_answer", "served_in_read_only",
             "argument_mismatch", "mutated_then_declined")
+
+# %% ../nbs/08_score.ipynb #c5d85c4f
 ARGUMENT_WHY = ("not_sent", "fact_not_recorded", "binding_outside_key", "binding_unreached", "binding_truncated",
                 "binding_no_field", "binding_null", "no_truth", "mismatch")
+
+# %% ../nbs/08_score.ipynb #28ba2089
 TRUTHS = ("authored", "fact", "literal", "produced", "none")  # an argument's truth kinds, in order of precedence
 
 # %% ../nbs/08_score.ipynb #41fcf4fb
@@ -66,6 +88,7 @@ _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z"
 _SPECIAL = re.compile(r"[+-]?(?:inf|infinity|nan)\Z", re.IGNORECASE)
 _HEX = re.compile(r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?)?[pP][+-]?[0-9](?:_?[0-9])*\Z")
 
+# %% ../nbs/08_score.ipynb #d0f52362
 def _go_number(text: str) -> Optional[float]:
     "The float Go's `strconv.ParseFloat(text, 64)` reads from `text` without error, or None."
     if _DECIMAL.match(text):
@@ -77,6 +100,14 @@ def _go_number(text: str) -> Optional[float]:
         except (ValueError, OverflowError): return None
     return None
 
+# %% ../nbs/08_score.ipynb #b1a97e77
+def _decoded(raw: bytes):
+    "The value of the JSON `raw` (Python's decoder when msgspec refuses a lone surrogate escape)."
+    try: return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        import json
+        return json.loads(raw)
+
 # %% ../nbs/08_score.ipynb #52df4ee0
 def canonical(raw) -> Optional[str]:
     "The canonical text of a raw JSON value (text, bytes, `msgspec.Raw`): None for null, a string's content, else JSON."
@@ -86,18 +117,13 @@ def canonical(raw) -> Optional[str]:
     text = data if data.isalnum() else msgspec.json.format(data, indent=-1)
     return None if text == b"null" else text.decode()
 
-def _decoded(raw: bytes):
-    "The value of the JSON `raw` (Python's decoder when msgspec refuses a lone surrogate escape)."
-    try: return msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        import json
-        return json.loads(raw)
-
+# %% ../nbs/08_score.ipynb #90cc6461
 def canonical_value(value) -> Optional[str]:
     "The canonical text of a Python value (a key's literal, a recorded fact)."
     if value is None or isinstance(value, str): return value
     return msgspec.json.encode(value).decode()
 
+# %% ../nbs/08_score.ipynb #5f097004
 def values_equal(sent: Optional[str], want: Optional[str]) -> bool:
     "Whether two canonical texts are the same value: both present and the same text, or the same number."
     if sent is None or want is None: return False
@@ -135,21 +161,26 @@ class _CallView(NamedTuple):
     withheld: bool  # refused:invalid_params with the withheld marker in its text
     mutation: bool  # dispatched an action the catalog says mutates
 
-REFUSED_INVALID_PARAMS = refused_outcome("invalid_params")
-REFUSED_NEEDS_CONFIRMATION = refused_outcome("needs_confirmation")
-REFUSED_UNKNOWN_ACTION = refused_outcome("unknown_action")
+# %% ../nbs/08_score.ipynb #2c3b7c0b
+REFUSED_INVALID_PARAMS, REFUSED_NEEDS_CONFIRMATION, REFUSED_UNKNOWN_ACTION = (
+    refused_outcome(reason) for reason in ("invalid_params", "needs_confirmation", "unknown_action"))
+
+# %% ../nbs/08_score.ipynb #2e214c08
 # a call the server sent back for the model to try again
 SENT_BACK = (REFUSED_INVALID_PARAMS, REFUSED_NEEDS_CONFIRMATION)
 
-def call_view(call, key: AnswerKey) -> _CallView:
+# %% ../nbs/08_score.ipynb #8c3da233
+def call_view(call, # a `Call` line
+              key: AnswerKey, # the key whose discovery tools, withheld marker and catalog set the flags
+             ) -> _CallView:
     "The `_CallView` of one `Call` line."
     arguments, result = (bytes(raw).decode() if raw else None for raw in (call.arguments, call.result))
     discovery = not call.dispatched_action and (call.dispatched_tool or call.tool) in key.discovery_tools
     withheld = call.outcome == REFUSED_INVALID_PARAMS and key.withheld_marker in call.text
     mutation = key.actions.get(call.dispatched_action, Flags()).mutating
     return _CallView(call.index, call.tool, call.requested_action, call.dispatched_action, call.dispatched_tool,
-                    call.outcome, call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld,
-                    mutation)
+                     call.outcome, call.dispatch_observed, call.result_truncated, arguments, result, discovery, withheld,
+                     mutation)
 
 # %% ../nbs/08_score.ipynb #815570f3
 class AttemptView(NamedTuple):
@@ -162,6 +193,7 @@ class AttemptView(NamedTuple):
     ended_in_text: bool
     verified: bool  # every verify passed (none: true)
 
+# %% ../nbs/08_score.ipynb #b19f8146
 def ended_in_text(ended_by: str, last_turn_calls_a_tool: Optional[bool]) -> bool:
     "Whether an attempt ended in text, from its ending and whether its last turn (None: no turn) holds a tool call."
     return ended_by == ENDED_NO_TOOL_CALL or (ended_by == ENDED_COMPLETED and not last_turn_calls_a_tool)
@@ -173,11 +205,17 @@ def _names(call: _CallView, step: Step) -> str:
     if call.dispatched: return "dispatched" if call.dispatched == step.action else ""
     return "requested" if call.requested and call.requested == step.action else ""
 
+# %% ../nbs/08_score.ipynb #4442b576
 def _refusal_decline(call: _CallView) -> bool:
     "Whether a read-only server's answer to `call` withheld the action: unknown, protocol error, or not in the schema."
     return call.outcome in (REFUSED_UNKNOWN_ACTION, OUTCOME_PROTOCOL_ERROR) or call.withheld
 
-def find_step_call(calls: Sequence[_CallView], cursor: int, step: Step, declines: bool) -> tuple:
+# %% ../nbs/08_score.ipynb #3b1a2413
+def find_step_call(calls: Sequence[_CallView], # an attempt's calls, sorted by index
+                   cursor: int, # where the scan starts: past the call that reached the step before
+                   step: Step, # the step to find a call for
+                   declines: bool, # whether a refusal-decline reaches it (a mutating step of a read-only session)
+                  ) -> tuple:
     "The scan for `step` from `cursor`: (reaching call's position or None, how it named the step, priors, unobserved)."
     priors, unobserved = [], False
     for at in range(cursor, len(calls)):
@@ -206,6 +244,7 @@ def _bound(produced: Produced, reached: dict, steps: int) -> tuple:
         raw = fields[segment]
     return (None, "binding_null") if canonical(raw) is None else (raw, "")
 
+# %% ../nbs/08_score.ipynb #941a3769
 def _wants(argument: Argument, truth: str, facts: dict, key: AnswerKey, reached: dict, steps: int) -> tuple:
     "The canonical values `argument` (whose truth kind is `truth`) accepts, and why there are none."
     if truth == "fact":
@@ -230,37 +269,52 @@ _ARGUMENT_REASONS = {
     "binding_null": "{name} binds to {field!r} of step {bound}'s result, which is null",
     "no_truth": "{name} has no truth in the key", "mismatch": "{name} sent {sent!r}, wanted {want}"}
 
-def argument_verdicts(step: Step, call: _CallView, attempt: AttemptView, key: AnswerKey, reached: dict, steps: int) -> list:
-    "The verdicts (one dict per key argument) on the arguments `call` sent for `step`."
-    on_dispatcher = call.tool in attempt.surface.dispatchers
+# %% ../nbs/08_score.ipynb #178fdc99
+def _argument_reason(argument: Argument, why: str, sent: Optional[str], wants: list) -> str:
+    "The sentence for people that says why an argument's verdict is the failure `why`."
+    bound = argument.produced
+    want = " or ".join(map(repr, wants)) if why == "mismatch" else ""
+    return _ARGUMENT_REASONS[why].format(name=argument.name, fact=argument.fact, sent=sent, want=want,
+                                         bound=bound and bound.step, field=bound and bound.field)
+
+# %% ../nbs/08_score.ipynb #8726125b
+def _argument_verdict(argument: Argument, raw, attempt: AttemptView, key: AnswerKey, reached: dict, steps: int) -> dict:
+    "The verdict on one key argument, given the raw JSON its call sent for it (None: not sent)."
+    sent, truth, wants = canonical(raw), argument.truth, []
+    verdict = {"name": argument.name, "truth": truth, "required": argument.required, "compared": False,
+               "matched": False, "sent": sent, "want": "", "why": "", "reason": ""}
+    if truth == "authored":
+        verdict["reason"] = f"{argument.name} is the model's to write: reported, not compared"
+        return verdict
+    if sent is None:
+        if argument.required: verdict["compared"], verdict["why"] = True, "not_sent"
+        else: verdict["reason"] = f"{argument.name} is optional and was not sent"
+    else:
+        wants, why = _wants(argument, truth, attempt.facts, key, reached, steps)
+        verdict["compared"], verdict["want"] = True, " or ".join(wants)
+        if not why and sent not in wants and not any(values_equal(sent, w) for w in wants): why = "mismatch"
+        verdict["why"] = why
+        if not why: verdict["matched"], verdict["reason"] = True, f"{argument.name} sent {sent!r} as wanted"
+    if verdict["why"]: verdict["reason"] = _argument_reason(argument, verdict["why"], sent, wants)
+    return verdict
+
+# %% ../nbs/08_score.ipynb #28a37cb0
+def _sent_fields(call: _CallView, attempt: AttemptView) -> dict:
+    "The arguments `call` sent, as name -> raw JSON: under `params` when it went through its surface's dispatcher."
     fields = _raw_fields(call.arguments) or {}
-    if on_dispatcher: fields = _raw_fields(fields.get("params")) or {}
-    verdicts = []
-    for argument in step.args:
-        raw = fields.get(argument.name)
-        sent, truth = canonical(raw), argument.truth
-        verdict = {"name": argument.name, "truth": truth, "required": argument.required, "compared": False,
-                   "matched": False, "sent": sent, "want": "", "why": "", "reason": ""}
-        verdicts.append(verdict)
-        if truth == "authored":
-            verdict["reason"] = f"{argument.name} is the model's to write: reported, not compared"
-            continue
-        if sent is None:
-            if argument.required: verdict["compared"], verdict["why"] = True, "not_sent"
-            else: verdict["reason"] = f"{argument.name} is optional and was not sent"
-        else:
-            wants, why = _wants(argument, truth, attempt.facts, key, reached, steps)
-            verdict["compared"], verdict["want"] = True, " or ".join(wants)
-            if not why and sent not in wants and not any(values_equal(sent, w) for w in wants): why = "mismatch"
-            verdict["why"] = why
-            if not why: verdict["matched"], verdict["reason"] = True, f"{argument.name} sent {sent!r} as wanted"
-        if verdict["why"]:
-            bound = argument.produced
-            want = " or ".join(map(repr, wants)) if verdict["why"] == "mismatch" else ""
-            verdict["reason"] = _ARGUMENT_REASONS[verdict["why"]].format(
-                name=argument.name, fact=argument.fact, sent=sent, want=want, bound=bound and bound.step,
-                field=bound and bound.field)
-    return verdicts
+    return (_raw_fields(fields.get("params")) or {}) if call.tool in attempt.surface.dispatchers else fields
+
+# %% ../nbs/08_score.ipynb #07cc57a7
+def argument_verdicts(step: Step, # the key's step
+                      call: _CallView, # the call that reached it
+                      attempt: AttemptView, # the attempt: its facts and surface
+                      key: AnswerKey, # the key: fact spellings
+                      reached: dict, # step position (from 1) -> the call that reached it, so far
+                      steps: int, # how many steps the case has
+                     ) -> list:
+    "The verdicts (one dict per key argument) on the arguments `call` sent for `step`."
+    fields = _sent_fields(call, attempt)
+    return [_argument_verdict(argument, fields.get(argument.name), attempt, key, reached, steps) for argument in step.args]
 
 # %% ../nbs/08_score.ipynb #c81f7655
 def _gitlab_refusal(outcome: str, key: AnswerKey) -> bool:
@@ -268,6 +322,18 @@ def _gitlab_refusal(outcome: str, key: AnswerKey) -> bool:
     return outcome == OUTCOME_TOOL_ERROR or (outcome.startswith(OUTCOME_REFUSED_PREFIX)
                                              and outcome[len(OUTCOME_REFUSED_PREFIX):] not in key.server_refusals)
 
+# %% ../nbs/08_score.ipynb #c5a2999e
+def _answer(call: _CallView, step_flags: Flags, attempt: AttemptView, key: AnswerKey) -> tuple:
+    "(answer, decline, why) of the call that reached a known step."
+    if step_flags.mutating and attempt.mode == MODE_READ_ONLY:
+        return ("accepted", "by-refusal", "") if _refusal_decline(call) else ("wrong", "", "served_in_read_only")
+    if step_flags.mutating and attempt.mode == MODE_SAFE:
+        return ("accepted", "", "") if call.outcome == OUTCOME_PREVIEW else ("wrong", "", "wrong_answer")
+    if call.outcome == OUTCOME_OK: return "accepted", "", ""
+    if _gitlab_refusal(call.outcome, key): return "gitlab_refused", "", "gitlab_refused"
+    return "wrong", "", "wrong_answer"
+
+# %% ../nbs/08_score.ipynb #3815f309
 def _confirmed(call: _CallView, attempt: AttemptView) -> bool:
     "Whether `call` carries the approval flag `confirm` as JSON true or the text true, where its surface puts it."
     fields = _raw_fields(call.arguments) or {}
@@ -278,15 +344,11 @@ def _confirmed(call: _CallView, attempt: AttemptView) -> bool:
     flag = bytes(flag)
     return flag == b"true" or (flag[:1] == b'"' and canonical(flag).strip().lower() == "true")
 
-def _answer(call: _CallView, step_flags: Flags, attempt: AttemptView, key: AnswerKey) -> tuple:
-    "(answer, decline, why) of the call that reached a known step."
-    if step_flags.mutating and attempt.mode == MODE_READ_ONLY:
-        return ("accepted", "by-refusal", "") if _refusal_decline(call) else ("wrong", "", "served_in_read_only")
-    if step_flags.mutating and attempt.mode == MODE_SAFE:
-        return ("accepted", "", "") if call.outcome == OUTCOME_PREVIEW else ("wrong", "", "wrong_answer")
-    if call.outcome == OUTCOME_OK: return "accepted", "", ""
-    if _gitlab_refusal(call.outcome, key): return "gitlab_refused", "", "gitlab_refused"
-    return "wrong", "", "wrong_answer"
+# %% ../nbs/08_score.ipynb #de1f03ef
+def _confirmation(call: Optional[_CallView], priors: list, attempt: AttemptView) -> str:
+    "How a destructive step was confirmed: never (unreached, or no approval flag), server-aided, or unaided."
+    if call is None or not _confirmed(call, attempt): return "never"
+    return "server-aided" if any(p.outcome == REFUSED_NEEDS_CONFIRMATION for p in priors) else "unaided"
 
 # %% ../nbs/08_score.ipynb #b76b0354
 def _step_reason(v: dict, call: Optional[_CallView], priors: list, mismatched: list) -> str:
@@ -313,49 +375,65 @@ def _step_reason(v: dict, call: Optional[_CallView], priors: list, mismatched: l
     if not v["reached"]: return f"{step} is optional and was not reached"
     return f"{step}: reached by {at} ({v['matched_by']}), {v['answer']}" + (" after retries" if priors else "")
 
+# %% ../nbs/08_score.ipynb #98a1b33b
+def _step_verdict(position: int, step: Step, flags: Optional[Flags], call: Optional[_CallView], named: str,
+                  priors: list, mode: str) -> dict:
+    "A step's verdict before it is judged: what the key says of it, and which call (if any) reached it."
+    requested, dispatched = (call.requested, call.dispatched) if call else ("", "")
+    return {"position": position, "name": step.name, "standalone": bool(step.tool), "optional": step.optional,
+            "destructive": bool(flags and flags.destructive), "mutating": bool(flags and flags.mutating),
+            "known": flags is not None, "reached": call is not None, "matched_by": named, "requested": requested,
+            "dispatched": dispatched, "rewritten": bool(requested and dispatched and requested != dispatched),
+            "call": call.index if call else 0, "call_outcome": call.outcome if call else "", "answer": "",
+            "decline": "", "confirmation": "", "arguments": [], "accepted_first_time": False,
+            "retries": len(priors), "observed": True, "complete": False, "why": "", "reason": "",
+            "_mode": mode, "_reaching": call}
+
+# %% ../nbs/08_score.ipynb #b5205279
+def _judge_reached(v: dict, step: Step, flags: Flags, call: _CallView, priors: list, attempt: AttemptView,
+                   key: AnswerKey, reached: dict, steps: int) -> list:
+    "Judge a known step that `call` reached (its arguments, its answer) in `v`; the reasons of its unmatched arguments."
+    v["observed"] = call.observed
+    v["arguments"] = argument_verdicts(step, call, attempt, key, reached, steps)
+    mismatched = [a["reason"] for a in v["arguments"] if a["compared"] and not a["matched"]]
+    v["answer"], v["decline"], v["why"] = _answer(call, flags, attempt, key)
+    v["accepted_first_time"] = v["answer"] == "accepted" and not priors
+    v["complete"] = v["answer"] == "accepted" and not mismatched
+    if v["answer"] == "accepted" and mismatched: v["why"] = "argument_mismatch"
+    return mismatched
+
+# %% ../nbs/08_score.ipynb #e6327dd4
+def _judge_unreached(v: dict, step: Step, calls: Sequence[_CallView], priors: list, unobserved: bool,
+                     attempt: AttemptView):
+    "Judge a known step no call reached in `v`: declined in text, complete if optional, else no_call or sent_back."
+    if v["mutating"] and attempt.mode == MODE_READ_ONLY and attempt.ended_in_text:
+        if any(c.mutation for c in calls): v["why"] = "mutated_then_declined"
+        else: v.update(decline="by-text", answer="accepted", complete=True, accepted_first_time=True,
+                       observed=all(c.observed for c in calls))
+    if not v["decline"]:
+        v["complete"] = step.optional
+        if not step.optional: v.update(why="sent_back" if priors else "no_call", observed=not unobserved)
+
 # %% ../nbs/08_score.ipynb #71498a80
-def score_steps(steps: Sequence[Step], calls: Sequence[_CallView], attempt: AttemptView, key: AnswerKey) -> list:
+def score_steps(steps: Sequence[Step], # the key's steps of the attempt's case
+                calls: Sequence[_CallView], # the attempt's calls, sorted by index
+                attempt: AttemptView, # the attempt
+                key: AnswerKey, # the key: catalog flags, fact spellings, server refusals
+               ) -> list:
     "The verdicts on `steps` (one dict each, with its `arguments`) of one attempt with `calls`, sorted by index."
     verdicts, reached, cursor = [], {}, 0
     for position, step in enumerate(steps, 1):
         flags = key.flags(step)
-        mutating, destructive = bool(flags and flags.mutating), bool(flags and flags.destructive)
-        at, named, priors, unobserved = find_step_call(calls, cursor, step, attempt.mode == MODE_READ_ONLY and mutating)
+        declines = attempt.mode == MODE_READ_ONLY and bool(flags and flags.mutating)
+        at, named, priors, unobserved = find_step_call(calls, cursor, step, declines)
         call = calls[at] if at is not None else None
-        requested, dispatched = (call.requested, call.dispatched) if call else ("", "")
-        v = {"position": position, "name": step.name, "standalone": bool(step.tool), "optional": step.optional,
-             "destructive": destructive, "mutating": mutating, "known": flags is not None,
-             "reached": call is not None, "matched_by": named, "requested": requested, "dispatched": dispatched,
-             "rewritten": bool(requested and dispatched and requested != dispatched),
-             "call": call.index if call else 0, "call_outcome": call.outcome if call else "", "answer": "",
-             "decline": "", "confirmation": "", "arguments": [], "accepted_first_time": False,
-             "retries": len(priors), "observed": True, "complete": False, "why": "", "reason": "",
-             "_mode": attempt.mode, "_reaching": call}
-        if call is not None:
-            cursor = at + 1
-            reached[position] = call
+        v = _step_verdict(position, step, flags, call, named, priors, attempt.mode)
+        if call is not None: cursor, reached[position] = at + 1, call
         mismatched = []
         if flags is None: v["why"] = "unknown_step"
-        elif call is not None:
-            v["observed"] = call.observed
-            v["arguments"] = argument_verdicts(step, call, attempt, key, reached, len(steps))
-            mismatched = [a["reason"] for a in v["arguments"] if a["compared"] and not a["matched"]]
-            v["answer"], v["decline"], v["why"] = _answer(call, flags, attempt, key)
-            v["accepted_first_time"] = v["answer"] == "accepted" and not priors
-            v["complete"] = v["answer"] == "accepted" and not mismatched
-            if v["answer"] == "accepted" and mismatched: v["why"] = "argument_mismatch"
-        else:
-            if mutating and attempt.mode == MODE_READ_ONLY and attempt.ended_in_text:
-                if any(c.mutation for c in calls): v["why"] = "mutated_then_declined"
-                else: v.update(decline="by-text", answer="accepted", complete=True, accepted_first_time=True,
-                               observed=all(c.observed for c in calls))
-            if not v["decline"]:
-                v["complete"] = step.optional
-                if not step.optional: v.update(why="sent_back" if priors else "no_call", observed=not unobserved)
-        if destructive and flags is not None:
-            if call is None or not _confirmed(call, attempt): v["confirmation"] = "never"
-            else: v["confirmation"] = "server-aided" if any(p.outcome == REFUSED_NEEDS_CONFIRMATION
-                                                            for p in priors) else "unaided"
+        elif call is not None: mismatched = _judge_reached(v, step, flags, call, priors, attempt, key, reached, len(steps))
+        else: _judge_unreached(v, step, calls, priors, unobserved, attempt)
+        if v["destructive"] and flags is not None: v["confirmation"] = _confirmation(call, priors, attempt)
         v["reason"] = _step_reason(v, call, priors, mismatched)
         v["_mismatched"] = bool(mismatched)
         del v["_mode"]
@@ -380,6 +458,7 @@ def _outcome(attempt: AttemptView, steps: list) -> tuple:
     if refused is not None: return VERDICT_GITLAB_REFUSED, "gitlab_refused", refused["reason"]
     return VERDICT_COMPLETED, "", "every step was done as the key asks"
 
+# %% ../nbs/08_score.ipynb #1c759441
 def _clean_steps(steps: list) -> bool:
     "Whether every step that counts was observed, reached or declined, confirmed if destructive, its arguments right."
     for v in steps:
@@ -389,11 +468,9 @@ def _clean_steps(steps: list) -> bool:
         if v["_mismatched"]: return False
     return True
 
-# %% ../nbs/08_score.ipynb #99e6284f
-def score_attempt(steps: Sequence[Step], calls: Sequence[_CallView], attempt: AttemptView, key: AnswerKey) -> dict:
-    "The verdict on one attempt: outcome, why, reason, the counts, unaided, verified, clean, and its step verdicts."
-    step_verdicts = score_steps(steps, calls, attempt, key)
-    outcome, why, reason = _outcome(attempt, step_verdicts)
+# %% ../nbs/08_score.ipynb #51196e7e
+def _call_counts(calls: Sequence[_CallView], step_verdicts: list) -> tuple:
+    "(discovery, invalid_params, sent back) of an attempt's calls; a refusal-decline that reached a step is not sent back."
     declined_by = {id(v["_reaching"]) for v in step_verdicts if v["decline"] == "by-refusal"}
     discovery = invalid = sent_back = 0
     for c in calls:
@@ -401,6 +478,18 @@ def score_attempt(steps: Sequence[Step], calls: Sequence[_CallView], attempt: At
         if c.outcome in SENT_BACK and id(c) not in declined_by:
             sent_back += 1
             invalid += c.outcome == REFUSED_INVALID_PARAMS
+    return discovery, invalid, sent_back
+
+# %% ../nbs/08_score.ipynb #99e6284f
+def score_attempt(steps: Sequence[Step], # the key's steps of the attempt's case
+                  calls: Sequence[_CallView], # the attempt's calls, sorted by index
+                  attempt: AttemptView, # the attempt
+                  key: AnswerKey, # the key
+                 ) -> dict:
+    "The verdict on one attempt: outcome, why, reason, the counts, unaided, verified, clean, and its step verdicts."
+    step_verdicts = score_steps(steps, calls, attempt, key)
+    outcome, why, reason = _outcome(attempt, step_verdicts)
+    discovery, invalid, sent_back = _call_counts(calls, step_verdicts)
     unaided = outcome == VERDICT_COMPLETED and not sent_back
     clean = unaided and attempt.verified and _clean_steps(step_verdicts)
     for v in step_verdicts: del v["_reaching"], v["_mismatched"]
@@ -413,6 +502,7 @@ class _LineType(msgspec.Struct):
 
 _line_type = msgspec.json.Decoder(_LineType)
 
+# %% ../nbs/08_score.ipynb #8cdc1e08
 def _line_number(path, line_type: str, nth: int) -> Optional[int]:
     "The line number (from 1) of the `nth` (from 0) line of `line_type` in the shard at `path`, None if not found."
     seen = -1
@@ -436,6 +526,7 @@ def _refuse(tables, frame: pd.DataFrame, row, line_type: str, field: str, why: s
     path = os.path.join(tables.root, shard) if tables.root is not None else shard
     raise ShardError(path, _line_number(path, line_type, nth), field, why)
 
+# %% ../nbs/08_score.ipynb #505dba38
 def _text(column: pd.Series) -> np.ndarray:
     "A text column as an object array of str, missing as '' (a categorical one through its codes: no string copied)."
     if isinstance(column.dtype, pd.CategoricalDtype):
@@ -446,6 +537,7 @@ def _text(column: pd.Series) -> np.ndarray:
 ROW_COLUMNS = ("model", "surface", "mode", "run_tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest",
                "contract_digest", "tool_schema_digest", "run_repeat")  # the reference's row identity (`by="row"`)
 
+# %% ../nbs/08_score.ipynb #e3d8dc4c
 def _runs(tables) -> pd.DataFrame:
     "One run per shard (its first run line), refusing a shard with lines but no run line, or two run ids."
     runs = tables.runs
@@ -467,6 +559,7 @@ def _runs(tables) -> pd.DataFrame:
                              "this shard has no run line, so its attempts cannot be attributed to a run")
     return first
 
+# %% ../nbs/08_score.ipynb #04d33d8e
 def _check_lines(tables):
     "Refuse a duplicate attempt id in a shard, and a turn, call or verify naming an attempt its shard does not have."
     attempts = tables.attempts
@@ -492,10 +585,9 @@ def _listed(names) -> str:
     if not names: return "none"
     return ", ".join(map(str, names[:6])) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
 
-def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
-    "The attempts with what scoring groups them by (surface, mode, tier, the run's row columns), or the first error."
-    runs = _runs(tables)
-    _check_lines(tables)
+# %% ../nbs/08_score.ipynb #2d0daa0f
+def _session_rows(tables) -> tuple:
+    "Per attempt, the position of its session line in `tables.sessions` (0: none) and whether it has one in its shard."
     attempts, sessions = tables.attempts, tables.sessions
     at = sessions.index.get_indexer(attempts.session_key.to_numpy(dtype=float, na_value=np.nan))
     found = at >= 0
@@ -504,33 +596,30 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
         session_shard = sessions.shard.to_numpy(dtype=object)[session_at]
         same_shard = found & (session_shard == attempts.shard.to_numpy(dtype=object))
     else: same_shard = found
-    named = _text(attempts.session) != ""
-    lost = named & ~same_shard
+    lost = (_text(attempts.session) != "") & ~same_shard
     if lost.any():
         row = attempts.index[lost][0]
         _refuse(tables, attempts, row, "attempt", "attempt.session",
                 f"names the session {attempts.at[row, 'session']!r}, "
                 "which this shard has no session line for")
+    return session_at, same_shard
+
+# %% ../nbs/08_score.ipynb #e5b2968b
+def _session_columns(tables, session_at: np.ndarray, same_shard: np.ndarray) -> dict:
+    "What each attempt takes from its session: surface (when it names none), mode, tier_pin, meta_param_schema, slice_size."
+    attempts, sessions = tables.attempts, tables.sessions
     def of_session(column):
         values = _text(sessions[column])[session_at] if len(sessions) else np.full(len(attempts), "", object)
         return np.where(same_shard, values, "")
-    frame = pd.DataFrame(index=attempts.index)
-    for name in ("attempt", "shard", "run_id", "case", "model"): frame[name] = _text(attempts[name])
-    surface = _text(attempts.surface)
-    frame["surface"] = np.where(surface != "", surface, of_session("surface"))
-    mode = of_session("mode")
-    frame["mode"] = np.where(mode != "", mode, MODE_DEFAULT)
-    frame["tier_pin"] = of_session("tier_pin")
-    run_of = runs.reindex(frame.shard)
-    frame["run_tier"] = _text(run_of.tier)
-    frame["tier"] = np.where(frame.tier_pin != "", frame.tier_pin, frame.run_tier)
-    frame["session"] = _text(attempts.session)
-    frame["repeat"] = attempts.repeat.to_numpy()
-    frame["run_repeat"] = run_of.repeat.to_numpy()  # the run's repeat setting: part of the reference's row identity
-    frame["meta_param_schema"] = of_session("meta_param_schema")
+    surface, mode = _text(attempts.surface), of_session("mode")
     slices = sessions.slice_size.to_numpy()[session_at] if len(sessions) else np.zeros(len(attempts), np.int64)
-    frame["slice_size"] = np.where(same_shard, slices, 0)
-    for name in ("corpus_digest", "contract_digest"): frame[name] = _text(run_of[name])
+    return {"surface": np.where(surface != "", surface, of_session("surface")),
+            "mode": np.where(mode != "", mode, MODE_DEFAULT), "tier_pin": of_session("tier_pin"),
+            "meta_param_schema": of_session("meta_param_schema"), "slice_size": np.where(same_shard, slices, 0)}
+
+# %% ../nbs/08_score.ipynb #5b5f888f
+def _check_known(tables, frame: pd.DataFrame, key: AnswerKey):
+    "Refuse an attempt whose surface, tier (when the key lists tiers) or case the key does not have."
     for name, known in (("surface", key.surfaces), ("tier", key.tiers), ("case", key.cases)):
         if name == "tier" and not key.tiers: continue
         bad = ~frame[name].isin(list(known)).to_numpy()
@@ -539,8 +628,28 @@ def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
         value, listed, whose = frame.at[row, name], _listed(known), frame.at[row, "attempt"]
         source = {"surface": "", "case": "",
                   "tier": " (its session's tier_pin)" if frame.at[row, "tier_pin"] else " (its run's tier)"}[name]
-        _refuse(tables, attempts, row, "attempt", f"attempt.{name}" if name != "tier" else None,
+        _refuse(tables, tables.attempts, row, "attempt", f"attempt.{name}" if name != "tier" else None,
                 f"the {name} {value!r}{source} of attempt {whose!r} is not in the key {key.source} (it has: {listed})")
+
+# %% ../nbs/08_score.ipynb #a2d6a8fc
+def _grouped(tables, key: AnswerKey) -> pd.DataFrame:
+    "The attempts with what scoring groups them by (surface, mode, tier, the run's row columns), or the first error."
+    runs = _runs(tables)
+    _check_lines(tables)
+    attempts = tables.attempts
+    session = _session_columns(tables, *_session_rows(tables))
+    frame = pd.DataFrame(index=attempts.index)
+    for name in ("attempt", "shard", "run_id", "case", "model"): frame[name] = _text(attempts[name])
+    for name in ("surface", "mode", "tier_pin"): frame[name] = session[name]
+    run_of = runs.reindex(frame.shard)
+    frame["run_tier"] = _text(run_of.tier)
+    frame["tier"] = np.where(frame.tier_pin != "", frame.tier_pin, frame.run_tier)
+    frame["session"] = _text(attempts.session)
+    frame["repeat"] = attempts.repeat.to_numpy()
+    frame["run_repeat"] = run_of.repeat.to_numpy()  # the run's repeat setting: part of the reference's row identity
+    for name in ("meta_param_schema", "slice_size"): frame[name] = session[name]
+    for name in ("corpus_digest", "contract_digest"): frame[name] = _text(run_of[name])
+    _check_known(tables, frame, key)
     return frame
 
 # %% ../nbs/08_score.ipynb #4925c954
@@ -549,6 +658,7 @@ def _bound_names(key: AnswerKey) -> set:
     return {steps[a.produced.step - 1].name for steps in key.cases.values() for step in steps for a in step.args
             if a.produced is not None and 1 <= a.produced.step <= len(steps)}
 
+# %% ../nbs/08_score.ipynb #3cbb40de
 def _raw(column: pd.Series, wanted: np.ndarray) -> np.ndarray:
     "The raw JSON texts of `column` where `wanted` (None elsewhere and where missing), as an object array."
     out = np.full(len(column), None, object)
@@ -557,13 +667,11 @@ def _raw(column: pd.Series, wanted: np.ndarray) -> np.ndarray:
         out[wanted] = values.where(values.notna(), None).to_numpy(dtype=object)
     return out
 
-def _call_views(calls: pd.DataFrame, key: AnswerKey, attempt_index: pd.Index) -> tuple:
-    "Every call as a `_CallView`, sorted by attempt then index (shard order on ties), and the position of its attempt."
-    owner = attempt_index.get_indexer(calls.attempt_key.to_numpy(dtype=np.int64))
-    order = np.lexsort((np.arange(len(calls)), calls.call.to_numpy(), owner))
-    calls, owner = calls.iloc[order], owner[order]
-    tool, dispatched, dispatched_tool, outcome = (_text(calls[c])
-                                                  for c in ("tool", "dispatched_action", "dispatched_tool", "outcome"))
+# %% ../nbs/08_score.ipynb #00774d63
+def _call_columns(calls: pd.DataFrame, key: AnswerKey) -> dict:
+    "The text columns of `calls` a view holds, and the flags that follow from the key: discovery, withheld, mutation."
+    tool, requested, dispatched, dispatched_tool, outcome = (
+        _text(calls[c]) for c in ("tool", "requested_action", "dispatched_action", "dispatched_tool", "outcome"))
     named_tool = np.where(dispatched_tool != "", dispatched_tool, tool)
     discovery = (dispatched == "") & pd.Series(named_tool).isin(list(key.discovery_tools)).to_numpy()
     withheld = outcome == REFUSED_INVALID_PARAMS
@@ -571,17 +679,30 @@ def _call_views(calls: pd.DataFrame, key: AnswerKey, attempt_index: pd.Index) ->
         marked = calls.text[withheld].str.contains(key.withheld_marker, regex=False)
         withheld[withheld] = marked.to_numpy(dtype=bool, na_value=False)
     mutation = pd.Series(dispatched).isin([a for a, f in key.actions.items() if f.mutating]).to_numpy()
-    arguments = _raw(calls.arguments, np.ones(len(calls), bool))
-    # a result is read only by a binding: only those calls' results are copied out of the table
-    bound = _bound_names(key)
-    named = np.where(dispatched != "", dispatched, _text(calls.requested_action))
-    result = _raw(calls.result, pd.Series(named).isin(bound).to_numpy() | pd.Series(named_tool).isin(bound).to_numpy())
-    views = list(map(_CallView._make, zip(calls.call.tolist(), tool, _text(calls.requested_action), dispatched,
-                                         dispatched_tool, outcome, calls.dispatch_observed.tolist(),
-                                         calls.result_truncated.tolist(), arguments, result, discovery.tolist(),
-                                         withheld.tolist(), mutation.tolist())))
-    return views, owner
+    return dict(tool=tool, requested=requested, dispatched=dispatched, dispatched_tool=dispatched_tool, outcome=outcome,
+                named_tool=named_tool, discovery=discovery, withheld=withheld, mutation=mutation)
 
+# %% ../nbs/08_score.ipynb #48b5e731
+def _bound_results(calls: pd.DataFrame, key: AnswerKey, columns: dict) -> np.ndarray:
+    "The results a binding of `key` may read (None for every other call): only those are copied out of the table."
+    bound = _bound_names(key)
+    named = np.where(columns["dispatched"] != "", columns["dispatched"], columns["requested"])
+    return _raw(calls.result, pd.Series(named).isin(bound).to_numpy() | pd.Series(columns["named_tool"]).isin(bound).to_numpy())
+
+# %% ../nbs/08_score.ipynb #f89bf0ea
+def _call_views(calls: pd.DataFrame, key: AnswerKey, attempt_index: pd.Index) -> tuple:
+    "Every call as a `_CallView`, sorted by attempt then index (shard order on ties), and the position of its attempt."
+    owner = attempt_index.get_indexer(calls.attempt_key.to_numpy(dtype=np.int64))
+    order = np.lexsort((np.arange(len(calls)), calls.call.to_numpy(), owner))
+    calls, owner = calls.iloc[order], owner[order]
+    c = _call_columns(calls, key)
+    fields = (calls.call.tolist(), c["tool"], c["requested"], c["dispatched"], c["dispatched_tool"], c["outcome"],
+              calls.dispatch_observed.tolist(), calls.result_truncated.tolist(),
+              _raw(calls.arguments, np.ones(len(calls), bool)), _bound_results(calls, key, c),
+              c["discovery"].tolist(), c["withheld"].tolist(), c["mutation"].tolist())
+    return list(map(_CallView._make, zip(*fields))), owner
+
+# %% ../nbs/08_score.ipynb #94d4c767
 def _last_turn_calls(tables) -> np.ndarray:
     "Per attempt: 1 when its last turn (highest index, later line on ties) holds a tool_call block, 0 if not, -1: none."
     turns, blocks = tables.turns, tables.blocks
@@ -595,6 +716,7 @@ def _last_turn_calls(tables) -> np.ndarray:
     out[keys[last]] = [turns.index[i] in calling for i in last]  # turns.index is the turn_key blocks point to
     return out
 
+# %% ../nbs/08_score.ipynb #689896ef
 def _attempt_views(tables, grouped: pd.DataFrame, key: AnswerKey) -> list:
     "Every attempt as an `AttemptView`, in the order of the attempts table."
     attempts = tables.attempts
@@ -618,12 +740,14 @@ STEP_FIELDS = ("position", "name", "standalone", "optional", "destructive", "mut
                "reason")  # SCORING.md section 4
 ARGUMENT_FIELDS = ("name", "truth", "required", "compared", "matched", "sent", "want", "why", "reason")  # section 5
 
+# %% ../nbs/08_score.ipynb #93f4c29d
 _KINDS = {  # a field's type when there is no row to tell
     **dict.fromkeys(("standalone", "optional", "destructive", "mutating", "known", "reached", "rewritten",
                      "accepted_first_time", "observed", "complete", "required", "compared", "matched", "unaided",
                      "verified", "clean"), bool),
     **dict.fromkeys(("position", "call", "retries", "discovery", "invalid_params", "repeat"), np.int64)}
 
+# %% ../nbs/08_score.ipynb #b4537072
 def _column(values, name: str = "") -> Union[np.ndarray, pd.Series]:
     "A column of verdict values: bool or int64 when every value is one, else the Python objects themselves, not copied."
     if isinstance(values, np.ndarray) and values.dtype != object: return values
@@ -635,6 +759,7 @@ def _column(values, name: str = "") -> Union[np.ndarray, pd.Series]:
     column[:] = values
     return pd.Series(column, dtype=object, copy=False)
 
+# %% ../nbs/08_score.ipynb #867b8d68
 def _frame(rows: list, fields: Sequence[str], front: dict) -> pd.DataFrame:
     "A DataFrame of the dicts `rows` with the columns `fields`, after the columns `front` (name -> values)."
     columns = {name: _column(values, name) for name, values in front.items()}
@@ -642,32 +767,114 @@ def _frame(rows: list, fields: Sequence[str], front: dict) -> pd.DataFrame:
     columns.update({name: _column(column, name) for name, column in zip(fields, values)})
     return pd.DataFrame(columns, copy=False)
 
-# %% ../nbs/08_score.ipynb #f674499a
-def score(tree_or_tables, key, *, workers: Optional[int] = None, progress: Optional[bool] = None) -> "Scores":
-    "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
+# %% ../nbs/08_score.ipynb #62c6b0e5
+DEFAULT_BY = ("model", "surface")
+
+# %% ../nbs/08_score.ipynb #3d6b2bfe
+def _attempts_frame(tables, grouped: pd.DataFrame, verdicts: list) -> pd.DataFrame:
+    "The attempt verdicts as `Scores.attempts`: the grouping columns, the verdict's fields, the row identity, turns."
+    index = tables.attempts.index
+    front = {name: grouped[name].to_numpy() for name in ATTEMPT_FIELDS[:10]}
+    attempts = _frame(verdicts, ATTEMPT_FIELDS[10:], front)
+    attempts.index = index
+    for name in ("run_tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest", "contract_digest",
+                 "run_repeat"):
+        attempts[name] = grouped[name].to_numpy()
+    turns = tables.turns.attempt_key.value_counts()
+    attempts["turns"] = turns.reindex(index, fill_value=0).to_numpy(np.int64)
+    return attempts
+
+# %% ../nbs/08_score.ipynb #d9346e27
+def _narrowed(scores: "Scores", keys) -> "Scores":
+    "`scores` narrowed to the attempts `keys` (labels of `attempts.index`): the key and the tables are shared."
+    narrowed = copy.copy(scores)
+    narrowed.attempts = scores.attempts.loc[keys]
+    narrowed.steps = scores.steps[scores.steps.attempt_key.isin(narrowed.attempts.index)]
+    narrowed.arguments = scores.arguments[scores.arguments.attempt_key.isin(narrowed.attempts.index)]
+    narrowed._digests = None if scores._digests is None else scores._digests.loc[narrowed.attempts.index]
+    return narrowed
+
+# %% ../nbs/08_score.ipynb #031b228b
+class Scores:
+    "The verdicts on a tree's attempts against a key: `attempts`, `steps` and `arguments` DataFrames, and `table()`."
+    def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list,
+                 arg_keys: list, key: AnswerKey):
+        self.key, self.tables, self._digests = key, tables, None
+        self.attempts = _attempts_frame(tables, grouped, verdicts)
+        key_of, ids = tables.attempts.index.to_numpy(), self.attempts.attempt.to_numpy()
+        step_at, arg_at = np.asarray(step_keys, np.int64), np.asarray([k for k, _ in arg_keys], np.int64)
+        self.steps = _frame(steps, STEP_FIELDS, {"attempt_key": key_of[step_at], "attempt": ids[step_at]})
+        self.arguments = _frame(args, ARGUMENT_FIELDS, {"attempt_key": key_of[arg_at], "attempt": ids[arg_at],
+                                                        "position": np.asarray([p for _, p in arg_keys], np.int64)})
+
+    def __repr__(self):
+        counts = self.attempts.outcome.value_counts()
+        shown = ", ".join(f"{counts[o]} {o}" for o in VERDICTS if counts.get(o, 0))
+        return (f"Scores({len(self.attempts)} attempts{': ' + shown if shown else ''}; {len(self.steps)} steps, "
+                f"{len(self.arguments)} arguments; key {os.path.basename(self.key.source)})")
+
+    def of(self, keys) -> "Scores":
+        "These verdicts narrowed to the attempts `keys` (labels of `attempts.index`), as an explorer's filter does."
+        return _narrowed(self, keys)
+
+    def counts(self, by: list) -> pd.DataFrame:
+        "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."
+        return _counts(self, by)
+
+    def table_counts(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
+        "The counts `table` publishes: per row of `by` and case (the last level), to be added up or published."
+        return _table_counts(self, by)
+
+    def table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
+        "The published columns per row of `by` (attempt columns; 'row': the reference's row identity), with intervals."
+        return published_table(self.table_counts(by))
+
+    def to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
+        "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
+        return _to_json(self, by)
+
+# %% ../nbs/08_score.ipynb #e25a1ab9
+def _content_tables(tree_or_tables, workers: Optional[int], progress: Optional[bool]):
+    "The `Tables` to score: `tree_or_tables` itself, or the tree at that path loaded with its content; refused without."
     from modelrecord.tables import Tables, load
-    key = load_key(key)
     if isinstance(tree_or_tables, Tables): tables = tree_or_tables
     else: tables = load(tree_or_tables, workers=workers, content=True, progress=progress)
     if "arguments" not in tables.calls.columns or "facts" not in tables.attempts.columns:
         raise ValueError("scoring reads call arguments and results and attempt facts: "
                          "load the tables with load(path, content=True)")
+    return tables
+
+# %% ../nbs/08_score.ipynb #881ff3c2
+def _verdict_rows(verdicts: list) -> tuple:
+    "Every attempt's step verdicts and argument verdicts as flat lists, each with its attempt's position (and its step's)."
+    steps, step_keys, args, arg_keys = [], [], [], []
+    for at, verdict in enumerate(verdicts):
+        for step in verdict["steps"]:
+            steps.append(step)
+            step_keys.append(at)
+            for argument in step["arguments"]:
+                args.append(argument)
+                arg_keys.append((at, step["position"]))
+    return steps, step_keys, args, arg_keys
+
+# %% ../nbs/08_score.ipynb #f674499a
+def score(tree_or_tables, # a shard tree's path (or a shard's), or its `Tables` loaded with `content=True`
+          key, # the answer key: a key file, a mapping or an `AnswerKey` (see `modelrecord.key.load_key`)
+          *,
+          workers: Optional[int] = None, # processes that load a path (None: as `load` decides)
+          progress: Optional[bool] = None, # a progress bar while a path loads (None: when one can be seen)
+         ) -> Scores:
+    "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
+    key = load_key(key)
+    tables = _content_tables(tree_or_tables, workers, progress)
     with paused_gc():  # a hundred thousand small verdicts: the cyclic collector would only slow their making
         grouped = _grouped(tables, key)
         views, call_attempts = _call_views(tables.calls, key, tables.attempts.index)
         bounds = np.searchsorted(call_attempts, np.arange(len(tables.attempts) + 1))
         attempts = _attempt_views(tables, grouped, key)
-        verdicts, steps, step_keys, args, arg_keys = [], [], [], [], []
-        for at, (attempt, case) in enumerate(zip(attempts, grouped.case)):
-            verdict = score_attempt(key.cases[case], views[bounds[at]:bounds[at + 1]], attempt, key)
-            verdicts.append(verdict)
-            for step in verdict["steps"]:
-                steps.append(step)
-                step_keys.append(at)
-                for argument in step["arguments"]:
-                    args.append(argument)
-                    arg_keys.append((at, step["position"]))
-        return Scores(tables, grouped, verdicts, steps, step_keys, args, arg_keys, key)
+        verdicts = [score_attempt(key.cases[case], views[bounds[at]:bounds[at + 1]], attempt, key)
+                    for at, (attempt, case) in enumerate(zip(attempts, grouped.case))]
+        return Scores(tables, grouped, verdicts, *_verdict_rows(verdicts), key)
 
 # %% ../nbs/08_score.ipynb #943918ef
 class Ratio(NamedTuple):
@@ -693,107 +900,65 @@ def overhead_text(find: int, invalid_params: int, steps: int) -> str:
 # %% ../nbs/08_score.ipynb #76b6f8e0
 PUBLISHED = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion",
              "overhead")  # in the reference's order
+
+# %% ../nbs/08_score.ipynb #2a7cb143
 PROPORTIONS = PUBLISHED[:-1]  # the published columns that are shares (overhead is calls per step: it can pass 1)
+
+# %% ../nbs/08_score.ipynb #09d652d2
 PUBLISHED_TITLES = dict(zip(PUBLISHED, ("Clean", "Reached", "Accepted first time", "Argument fidelity", "Confirmation",
                                         "Unaided", "Completion", "Overhead")))
-DEFAULT_BY = ("model", "surface")
 
+# %% ../nbs/08_score.ipynb #07b0d4df
 def _tally(kind: str, value: str) -> str:
     "A tally's column name: declines_by_text, confirmations_server_aided."
     return f"{kind}_{value.replace('-', '_')}"
 
-def _counts(self, by: list) -> pd.DataFrame:
-    "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."
-    a = self.attempts
-    scored = a.outcome.isin(SCORED_VERDICTS)
+# %% ../nbs/08_score.ipynb #48a0788e
+def _attempt_counts(a: pd.DataFrame, scored: pd.Series) -> pd.DataFrame:
+    "Per attempt: counted or not, its turns, its verdict's tally, the attempt-level numerators and denominators."
     parts = pd.DataFrame({"attempts": scored, "turns": a.turns, **{o: a.outcome == o for o in VERDICTS}},
                          index=a.index)
     for name, hit in (("completion", a.outcome == VERDICT_COMPLETED), ("unaided", a.unaided), ("clean", a.clean)):
         parts[f"{name}_numerator"], parts[f"{name}_denominator"] = hit & scored, scored
     parts["find"], parts["invalid_params"] = a.discovery.where(scored, 0), a.invalid_params.where(scored, 0)
-    s = self.steps
-    counted = s.attempt_key.map(scored).to_numpy(dtype=bool) & s.observed.to_numpy(dtype=bool)
-    s = s[counted]
+    return parts
+
+# %% ../nbs/08_score.ipynb #2505e954
+def _step_counts(steps: pd.DataFrame, scored: pd.Series) -> pd.DataFrame:
+    "Per observed step of a counted attempt: the step-level numerators, denominators and tallies, and its attempt_key."
+    counted = steps.attempt_key.map(scored).to_numpy(dtype=bool) & steps.observed.to_numpy(dtype=bool)
+    s = steps[counted]
     reached = s.reached | (s.decline != "")
-    steps = pd.DataFrame({"reached_numerator": ~s.optional & reached, "reached_denominator": ~s.optional,
-                          "accepted_first_time_numerator": reached & s.accepted_first_time,
-                          "accepted_first_time_denominator": reached,
-                          "overhead_denominator": reached,
-                          "confirmation_numerator": s.destructive & s.confirmation.isin(("unaided", "server-aided")),
-                          "confirmation_denominator": s.destructive,
-                          **{_tally("declines", d): s.decline == d for d in DECLINES},
-                          **{_tally("confirmations", c): s.destructive & (s.confirmation == c) for c in CONFIRMATIONS}})
-    steps["attempt_key"] = s.attempt_key.to_numpy()
-    g = self.arguments
-    g = g[g.attempt_key.map(scored).to_numpy(dtype=bool) & g.compared.to_numpy(dtype=bool)]
-    g = g.merge(self.steps[["attempt_key", "position", "observed"]], on=["attempt_key", "position"])
+    out = pd.DataFrame({"reached_numerator": ~s.optional & reached, "reached_denominator": ~s.optional,
+                        "accepted_first_time_numerator": reached & s.accepted_first_time,
+                        "accepted_first_time_denominator": reached,
+                        "overhead_denominator": reached,
+                        "confirmation_numerator": s.destructive & s.confirmation.isin(("unaided", "server-aided")),
+                        "confirmation_denominator": s.destructive,
+                        **{_tally("declines", d): s.decline == d for d in DECLINES},
+                        **{_tally("confirmations", c): s.destructive & (s.confirmation == c) for c in CONFIRMATIONS}})
+    out["attempt_key"] = s.attempt_key.to_numpy()
+    return out
+
+# %% ../nbs/08_score.ipynb #1a131116
+def _fidelity_counts(arguments: pd.DataFrame, steps: pd.DataFrame, scored: pd.Series) -> pd.DataFrame:
+    "Per compared argument of an observed step of a counted attempt: argument fidelity's two counts, and its attempt_key."
+    g = arguments[arguments.attempt_key.map(scored).to_numpy(dtype=bool) & arguments.compared.to_numpy(dtype=bool)]
+    g = g.merge(steps[["attempt_key", "position", "observed"]], on=["attempt_key", "position"])
     g = g[g.observed]
-    fidelity = pd.DataFrame({"argument_fidelity_numerator": g.matched.to_numpy(),
-                             "argument_fidelity_denominator": True, "attempt_key": g.attempt_key.to_numpy()})
-    per_attempt = parts.astype(np.int64)
-    for extra in (steps, fidelity):
+    return pd.DataFrame({"argument_fidelity_numerator": g.matched.to_numpy(),
+                         "argument_fidelity_denominator": True, "attempt_key": g.attempt_key.to_numpy()})
+
+# %% ../nbs/08_score.ipynb #3f4aa7ac
+def _counts(self, by: list) -> pd.DataFrame:
+    "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."
+    scored = self.attempts.outcome.isin(SCORED_VERDICTS)
+    per_attempt = _attempt_counts(self.attempts, scored).astype(np.int64)
+    for extra in (_step_counts(self.steps, scored), _fidelity_counts(self.arguments, self.steps, scored)):
         per_attempt = per_attempt.join(extra.groupby("attempt_key").sum().astype(np.int64), how="left")
     per_attempt = per_attempt.fillna(0).astype(np.int64)
-    keys = [a[name] for name in by]
+    keys = [self.attempts[name] for name in by]
     return per_attempt.groupby(keys, sort=True, dropna=False).sum()
-
-# %% ../nbs/08_score.ipynb #031b228b
-class Scores:
-    "The verdicts on a tree's attempts against a key: `attempts`, `steps` and `arguments` DataFrames, and `table()`."
-    def __init__(self, tables, grouped: pd.DataFrame, verdicts: list, steps: list, step_keys: list, args: list,
-                 arg_keys: list, key: AnswerKey):
-        self.key, self.tables = key, tables
-        index = tables.attempts.index
-        front = {name: grouped[name].to_numpy() for name in ATTEMPT_FIELDS[:10]}
-        attempts = _frame(verdicts, ATTEMPT_FIELDS[10:], front)
-        attempts.index = index
-        for name in ("run_tier", "tier_pin", "meta_param_schema", "slice_size", "corpus_digest", "contract_digest",
-                     "run_repeat"):
-            attempts[name] = grouped[name].to_numpy()
-        turns = tables.turns.attempt_key.value_counts()
-        attempts["turns"] = turns.reindex(index, fill_value=0).to_numpy(np.int64)
-        self.attempts = attempts
-        key_of = index.to_numpy()
-        step_at = np.asarray(step_keys, np.int64)
-        self.steps = _frame(steps, STEP_FIELDS,
-                            {"attempt_key": key_of[step_at], "attempt": attempts.attempt.to_numpy()[step_at]})
-        arg_at = np.asarray([k for k, _ in arg_keys], np.int64)
-        self.arguments = _frame(args, ARGUMENT_FIELDS,
-                                {"attempt_key": key_of[arg_at], "attempt": attempts.attempt.to_numpy()[arg_at],
-                                                        "position": np.asarray([p for _, p in arg_keys], np.int64)})
-        self._digests = None
-
-    def __repr__(self):
-        counts = self.attempts.outcome.value_counts()
-        shown = ", ".join(f"{counts[o]} {o}" for o in VERDICTS if counts.get(o, 0))
-        return (f"Scores({len(self.attempts)} attempts{': ' + shown if shown else ''}; {len(self.steps)} steps, "
-                f"{len(self.arguments)} arguments; key {os.path.basename(self.key.source)})")
-
-    def of(self, keys) -> "Scores":
-        "These verdicts narrowed to the attempts `keys` (labels of `attempts.index`), as an explorer's filter does."
-        narrowed = copy.copy(self)  # the key and the tables are shared; the frames are narrowed
-        narrowed.attempts = self.attempts.loc[keys]
-        narrowed.steps = self.steps[self.steps.attempt_key.isin(narrowed.attempts.index)]
-        narrowed.arguments = self.arguments[self.arguments.attempt_key.isin(narrowed.attempts.index)]
-        narrowed._digests = None if self._digests is None else self._digests.loc[narrowed.attempts.index]
-        return narrowed
-
-    def counts(self, by: list) -> pd.DataFrame:
-        "The numerators, denominators and tallies of each row of `by` (add `case` to count per case, as `table` does)."
-        return _counts(self, by)
-
-    def table_counts(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
-        "The counts `table` publishes: per row of `by` and case (the last level), to be added up or published."
-        return _table_counts(self, by)
-
-    def table(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
-        "The published columns per row of `by` (attempt columns; 'row': the reference's row identity), with intervals."
-        return published_table(self.table_counts(by))
-
-    def to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
-        "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
-        return _to_json(self, by)
-
 
 # %% ../nbs/08_score.ipynb #bd2e3019
 def _tool_schema_digests(self) -> pd.Series:
@@ -810,7 +975,6 @@ def _tool_schema_digests(self) -> pd.Series:
                                    zip(self.attempts.shard, self.attempts.session, self.attempts.model)],
                                   index=self.attempts.index)
     return self._digests
-
 
 # %% ../nbs/08_score.ipynb #baff779c
 def published_table(per_case: pd.DataFrame, # `Scores.counts([*by, "case"])`: counts per row and case (the last level)
@@ -836,7 +1000,6 @@ def published_table(per_case: pd.DataFrame, # `Scores.counts([*by, "case"])`: co
     for name in tallies: out[name] = counts[name]
     return out
 
-
 # %% ../nbs/08_score.ipynb #99a2c483
 def _table_counts(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFrame:
     "The counts per row of `by` and case (the last level) that `table` publishes."
@@ -850,54 +1013,61 @@ def _table_counts(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> pd.DataFr
     per_case = self.counts(by)  # grouped by case already: each row is its own cluster
     return per_case.set_index(per_case.index.get_level_values("case").rename("cluster"), append=True)
 
-
 # %% ../nbs/08_score.ipynb #cd02af3c
 _JSON_ATTEMPT = ("attempt", "shard", "case", "model", "surface", "mode", "tier", "session", "repeat", "outcome", "why",
                  "reason", "discovery", "invalid_params", "unaided", "verified", "clean")
 _APART_TALLIES = ("skipped", "unobserved", "provider_error", "harness_error", "gitlab_refused")
 
+# %% ../nbs/08_score.ipynb #48195fc2
 def _scalars(column: pd.Series) -> list:
     "The values of `column` as Python scalars, a missing one as None."
     if column.dtype == object or isinstance(column.dtype, pd.StringDtype):
         return column.astype(object).where(column.notna(), None).tolist()
     return column.tolist()
 
+# %% ../nbs/08_score.ipynb #7420fc49
 def _records(frame: pd.DataFrame, fields: Sequence[str]) -> list:
     "The rows of `frame` as dicts of the `fields`, values as JSON scalars."
     columns = [_scalars(frame[name]) for name in fields]
     return [dict(zip(fields, row)) for row in zip(*columns)]
 
-def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
-    "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
-    from modelrecord.summary import table_proportion
-    arguments = {}
+# %% ../nbs/08_score.ipynb #cff926cf
+def _json_attempts(self) -> list:
+    "Each attempt's verdict as a JSON-ready dict, its `steps` in it and each step's `arguments` in that."
+    arguments, steps, attempts = {}, {}, []
     places = zip(self.arguments.attempt_key.tolist(), self.arguments.position.tolist())
     for key, record in zip(places, _records(self.arguments, ARGUMENT_FIELDS)):
         arguments.setdefault(key, []).append(record)
-    steps = {}
     for at, record in zip(self.steps.attempt_key.tolist(), _records(self.steps, STEP_FIELDS)):
         record["arguments"] = arguments.get((at, record["position"]), [])
         steps.setdefault(at, []).append(record)
-    attempts = []
     for at, record in zip(self.attempts.index.tolist(), _records(self.attempts, _JSON_ATTEMPT)):
         record["steps"] = steps.get(at, [])
         attempts.append(record)
+    return attempts
+
+# %% ../nbs/08_score.ipynb #b28ca2ad
+def _json_row(names: list, labels, row: dict) -> dict:
+    "One row of a `Scores.table()` as JSON: its grouping keys, each published column as its parts, the tallies."
+    from modelrecord.summary import table_proportion
+    out = dict(zip(names, labels if isinstance(labels, tuple) else (labels,)))
+    out["attempts"] = row["attempts"]
+    for name in PUBLISHED:
+        parts = {"numerator": row[f"{name}_numerator"], "denominator": row[f"{name}_denominator"], "text": row[name]}
+        out[name] = parts if name == "overhead" else {**table_proportion(row, name), "text": row[name]}
+    out.update({name: row[name] for name in (*_APART_TALLIES, "find", "invalid_params", "turns")})
+    out["outcomes"] = {o: row[o] for o in VERDICTS if row[o]}  # the JSON field keeps the reference's name
+    out["declines"] = {d: row[_tally("declines", d)] for d in DECLINES if row[_tally("declines", d)]}
+    out["confirmations"] = {c: row[_tally("confirmations", c)] for c in CONFIRMATIONS if row[_tally("confirmations", c)]}
+    return out
+
+# %% ../nbs/08_score.ipynb #0aa760dc
+def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
+    "The verdicts and the table as one JSON-ready object: `{'attempts': [...], 'rows': [...]}`."
+    attempts = _json_attempts(self)
     table = self.table(by)
-    rows = []
-    for labels, row in zip(table.index.tolist(), _records(table, list(table.columns))):
-        labels = labels if isinstance(labels, tuple) else (labels,)
-        out = dict(zip(table.index.names, labels))
-        out["attempts"] = row["attempts"]
-        for name in PUBLISHED:
-            parts = {"numerator": row[f"{name}_numerator"], "denominator": row[f"{name}_denominator"],
-                     "text": row[name]}
-            out[name] = parts if name == "overhead" else {**table_proportion(row, name), "text": row[name]}
-        out.update({name: row[name] for name in (*_APART_TALLIES, "find", "invalid_params", "turns")})
-        out["outcomes"] = {o: row[o] for o in VERDICTS if row[o]}
-        out["declines"] = {d: row[_tally("declines", d)] for d in DECLINES if row[_tally("declines", d)]}
-        out["confirmations"] = {c: row[_tally("confirmations", c)] for c in CONFIRMATIONS
-                                if row[_tally("confirmations", c)]}
-        rows.append(out)
+    rows = [_json_row(table.index.names, labels, row)
+            for labels, row in zip(table.index.tolist(), _records(table, list(table.columns)))]
     return {"attempts": attempts, "rows": rows}
 
 # %% ../nbs/08_score.ipynb #4df4265c
