@@ -46,13 +46,13 @@ class _Peak:
 
 def measure(name: str, tree: str) -> dict:
     "Run one measurement in this process."
-    import modelrecord.tables, modelrecord.score  # noqa: F401  (imports are not part of the time)
+    import modelrecord.tables, modelrecord.key, modelrecord.score  # noqa: F401  (imports are not part of the time)
     base = _rss_mb()
     wall, cpu = time.perf_counter(), time.process_time()
     tables = modelrecord.tables.load(tree, workers=1, content=name == "score", progress=False)
     out = {"load_s": time.perf_counter() - wall, "load_cpu": time.process_time() - cpu, "tables_mb": _rss_mb() - base}
     if name == "score":
-        key = modelrecord.score.load_key(Path(tree) / "key.json")
+        key = modelrecord.key.load_key(Path(tree) / "key.json")
         before = _rss_mb()
         wall, cpu = time.perf_counter(), time.process_time()
         with _Peak() as peak: scores = modelrecord.score.score(tables, key)

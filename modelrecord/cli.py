@@ -155,7 +155,8 @@ def _repeats_text(repeats: dict, success: str) -> str:
 # %% ../nbs/17_cli.ipynb #6a3f0c02
 def _scores(tables, key):
     "The `Scores` of `tables` against the key file `key` (refused as a `ShardError` or an `AnswerKeyError`)."
-    from modelrecord.score import load_key, score as score_tables
+    from modelrecord.key import load_key
+    from modelrecord.score import score as score_tables
     return score_tables(tables, load_key(key))
 
 # %% ../nbs/17_cli.ipynb #01021911
@@ -243,7 +244,8 @@ def _summary_parser(commands):
 # %% ../nbs/17_cli.ipynb #424dcc5d
 def score_command(args) -> int:
     "Score a tree against its answer key; print the published table, or with `--json` the verdicts and rows as JSON."
-    from modelrecord.score import AnswerKeyError, table_text
+    from modelrecord.key import AnswerKeyError
+    from modelrecord.score import table_text
     if args.path and not args.key:
         return _misused("score needs the answer key of the tree: give it with --key KEY (JSON or YAML)")
     if not args.path:
@@ -324,7 +326,7 @@ def explore_command(args) -> int:
     try:
         shard_paths(tree)
         if args.key:
-            from modelrecord.score import load_key
+            from modelrecord.key import load_key
             load_key(args.key)  # a malformed key is refused before a server starts
     except (ShardError, ValueError) as error: return _refused(error)
     return serve(tree, port=args.port, allow_any_path=args.allow_any_path, idle_timeout=args.idle_timeout,

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from .record import ENDED_COMPLETED, MODEL_ENDINGS, TOKEN_CATEGORIES
-from .score import OUTCOME_COMPLETED, SCORED_OUTCOMES, AnswerKey, Scores, load_key, score
+from .key import AnswerKey, load_key
+from .score import SCORED_VERDICTS, VERDICT_COMPLETED, Scores, score
 from .formatting import p_text, points_interval_text, points_text
 from .summary import Z95, attempt_totals, clustered_se, proportion_record, proportions, wilson
 from .tables import Tables
@@ -31,8 +32,8 @@ def verdict_success(scores: Scores, # the verdicts on a tree's attempts (`modelr
     "Per attempt the score table counts: whether its verdict is `verdict` (missing for the verdicts counted apart)."
     if verdict not in VERDICTS: raise ValueError(f"the verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
     a = scores.attempts
-    hit = a.outcome == OUTCOME_COMPLETED if verdict == "completed" else a[verdict].astype(bool)
-    return hit.astype("boolean").where(a.outcome.isin(SCORED_OUTCOMES)).rename(verdict)
+    hit = a.outcome == VERDICT_COMPLETED if verdict == "completed" else a[verdict].astype(bool)
+    return hit.astype("boolean").where(a.outcome.isin(SCORED_VERDICTS)).rename(verdict)
 
 # %% ../nbs/09_compare.ipynb #5ec0a003
 def _success_of(tables, # `Tables`, or `Scores` (then success is one of their verdicts)

@@ -24,7 +24,8 @@ import pandas as pd
 
 from .reader import ShardError, is_shard_name
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
-from .score import DEFAULT_BY, load_key, published_table, score
+from .key import load_key
+from .score import DEFAULT_BY, published_table, score
 from .summary import clustered_proportions, costs, endings, retries, tokens, wilson
 from .tables import COST_COLUMNS, TABLES, Tables, shard_batches, batch_tables, combine
 

@@ -28,7 +28,8 @@ from .live import LiveTree, file_stamp
 from .reader import ShardError, read_shard
 from .record import ENDED_COMPLETED, ENDINGS
 from .sample import example_tree
-from .score import PUBLISHED, PUBLISHED_TITLES, VERDICT_OUTCOMES, load_key, score
+from .key import load_key
+from .score import PUBLISHED, PUBLISHED_TITLES, VERDICTS, score
 from .summary import attempt_totals, fraction_text, summary
 from .tables import Tables
 from .transcript import BAD, GOOD, WARN, badge, conversation_html, ending_badge, escape, styled
@@ -548,7 +549,7 @@ def _offer_filters(explorer: Explorer, keep: bool):
     if not keep: explorer.endings.value = ()
     if explorer.scores is not None:
         present = set(explorer.scores.attempts.outcome)
-        for widget, values in ((explorer.outcome, [o for o in VERDICT_OUTCOMES if o in present]),
+        for widget, values in ((explorer.outcome, [o for o in VERDICTS if o in present]),
                                (explorer.clean, ["clean", "not clean"])):
             chosen = widget.value if keep and widget.value in values else ALL
             widget.options = [("all", ALL)] + [(value, value) for value in values]

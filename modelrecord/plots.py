@@ -529,11 +529,11 @@ def _verdict_bars(ax: Axes, y, table: pd.DataFrame):
         for at, value, text in zip(y + offset, share, table[name]): _note(ax, 0 if np.isnan(value) else value, at, text)
 
 # %% ../nbs/10_plots.ipynb #a762df32
-from .score import APART_OUTCOMES
+from .score import APART_VERDICTS
 
 def _counted_apart(ax: Axes, y, table: pd.DataFrame):
     "Beside each row of a score `table`, how many of its attempts the verdicts count apart, when any are."
-    apart = table[list(APART_OUTCOMES)].sum(axis=1)
+    apart = table[list(APART_VERDICTS)].sum(axis=1)
     for at, count in zip(y, apart):
         if count: ax.annotate(f"+{count} counted apart", (1, at), xycoords=("axes fraction", "data"), xytext=(4, 0),
                               textcoords="offset points",

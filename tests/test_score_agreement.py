@@ -13,9 +13,9 @@ import pytest
 
 from modelrecord.reader import read_shards
 from modelrecord.sample import example_key, example_tree
+from modelrecord.key import load_key
 from modelrecord.score import (
-    ATTEMPT_FIELDS, ARGUMENT_FIELDS, MODE_DEFAULT, STEP_FIELDS, AttemptView, call_view, ended_in_text, load_key, score,
-    score_attempt)
+    ATTEMPT_FIELDS, ARGUMENT_FIELDS, MODE_DEFAULT, STEP_FIELDS, AttemptView, call_view, ended_in_text, score, score_attempt)
 
 HERE = Path(__file__).parent
 
