@@ -23,7 +23,8 @@ from typing import Optional
 import nbformat
 from nbformat.sign import NotebookNotary
 
-from .explore import Explorer, refusal_html
+from .explore import Explorer
+from .panels import refusal_html
 from .reader import ShardError, shard_paths
 
 # %% ../nbs/14_serve.ipynb #0dc0f19b
@@ -64,6 +65,15 @@ def confined_path(root,  # the tree the page serves: a directory, or a shard fil
             if not inside(Path(shard).resolve()): raise refused(shard)
     return wanted
 
+# %% ../nbs/14_serve.ipynb #6b0b5c2d
+def _confined_box(explorer) -> Optional[Path]:  # a `ConfinedExplorer`
+    "The explorer's path box resolved inside its `root`, or None after showing why it is refused."
+    try: return confined_path(explorer.root, explorer.path.value)
+    except ShardError as refusal:
+        explorer.error, explorer.progress.bar_style = refusal, "danger"
+        explorer.status.value = refusal_html(refusal, explorer.tree)
+        return None
+
 # %% ../nbs/14_serve.ipynb #b8c7d6e5
 class ConfinedExplorer(Explorer):
     "An `Explorer` whose path box opens only `root` and what lies under it."
@@ -77,24 +87,16 @@ class ConfinedExplorer(Explorer):
     def load(self, path=None):  # a path in the tree; None: the one the path box names
         "Read the tree at `path` (default: the path box) from scratch and show it, if it lies in `root`."
         if path is not None: self.path.value = str(path)
-        wanted = self._confined()
+        wanted = _confined_box(self)
         if wanted is not None: super().load(wanted)
 
     def refresh(self):
         "Read again what changed in the loaded tree (or load the one the path box names), if it lies in `root`."
-        if self._confined() is not None: super().refresh()
+        if _confined_box(self) is not None: super().refresh()
 
     def openable(self, path) -> Path:  # what a path box names (relative paths are taken from the tree)
         "`path` resolved, if it lies in `root`; else a `ShardError` saying how to serve it (as the Compare tab asks)."
         return confined_path(self.root, path)
-
-    def _confined(self) -> Optional[Path]:
-        "The path box's path resolved, or None after showing why it is refused."
-        try: return confined_path(self.root, self.path.value)
-        except ShardError as refusal:
-            self.error, self.progress.bar_style = refusal, "danger"
-            self.status.value = refusal_html(refusal, self.tree)
-            return None
 
 # %% ../nbs/14_serve.ipynb #e5f4a3b2
 def page_explorer(environ=None,  # the environment `serve` set (default: `os.environ`)
@@ -174,6 +176,16 @@ def _stop(child: subprocess.Popen, grace: float = 15.0):
         child.kill()
         child.wait()
 
+# %% ../nbs/14_serve.ipynb #25473966
+def _until_answered(child: subprocess.Popen, port: int) -> Optional[int]:
+    "Wait until `child` answers on `port` (None), or stops before it does (its exit status, said on stderr)."
+    while not _answers(port):
+        if child.poll() is not None:
+            print(f"modelrecord explore: voila stopped with status {child.returncode} before serving", file=sys.stderr)
+            return child.returncode or 1
+        time.sleep(0.2)
+    return None
+
 # %% ../nbs/14_serve.ipynb #9a8b7c6d
 def _wait(child: subprocess.Popen, port: int, where: str, out) -> int:
     "Print `where` once `child` answers on `port`, then wait for it; Ctrl-C or SIGTERM stops it. The exit status."
@@ -181,12 +193,8 @@ def _wait(child: subprocess.Popen, port: int, where: str, out) -> int:
     def terminated(signum, frame): raise KeyboardInterrupt
     if main: signal.signal(signal.SIGTERM, terminated)
     try:
-        while not _answers(port):
-            if child.poll() is not None:
-                print(f"modelrecord explore: voila stopped with status {child.returncode} before serving",
-                      file=sys.stderr)
-                return child.returncode or 1
-            time.sleep(0.2)
+        stopped = _until_answered(child, port)
+        if stopped is not None: return stopped
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
         return child.wait()
     except KeyboardInterrupt:

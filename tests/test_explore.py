@@ -242,6 +242,23 @@ def test_a_tab_added_shows_in_explorers_made_after(tables):
         explorer.close()
 
 
+TAB_ORDER = ["Overview", "Attempts", "Conversation", "Score", "Compare"]
+
+
+@pytest.mark.parametrize("first", ["", "import modelrecord.compare_tab", "import modelrecord.score_tab",
+                                   "import ipywidgets; from modelrecord.explore import add_tab; add_tab('Mine', lambda e: ipywidgets.HTML())"])
+def test_the_default_tabs_show_in_their_order_whatever_was_imported_first(first):
+    "Importing the explorer imports no tab module; the first explorer made imports them: five tabs, in order, others after."
+    import subprocess
+    import sys
+    code = (f"import sys\n{first}\nfrom modelrecord.explore import Explorer\n"
+            "print(sorted(m for m in sys.modules if m.endswith('_tab')))\n"
+            "print(list(Explorer(load=False).tabs.titles))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert eval(out[-1]) == TAB_ORDER + (["Mine"] if "Mine" in first else [])
+    if not first: assert eval(out[-2]) == []  # `from modelrecord.explore import Explorer` imported no tab module
+
+
 def test_a_filter_on_a_column_the_tree_lacks_is_hidden(tables):
     class Scored(Explorer):
         FILTERS = Explorer.FILTERS + (("outcome", "outcome"),)
