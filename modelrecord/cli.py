@@ -24,11 +24,14 @@ def _tree(path) -> Path:
     from modelrecord.sample import example_tree
     return example_tree()
 
-# %% ../nbs/17_cli.ipynb #94a0edb8
+# %% ../nbs/17_cli.ipynb #ffc20072
+class _UsageError(Exception):
+    "Arguments of a command that cannot be used (together): `main` shows the command's usage and why, and exits 2."
+
+# %% ../nbs/17_cli.ipynb #af2442c1
 def _misused(message) -> int:
-    "Say on stderr why the arguments cannot be used; the exit status of a usage error."
-    print(f"modelrecord: {message}", file=sys.stderr)
-    return 2
+    "Refuse the arguments as a usage error: raised, for `main` to print with the subcommand's usage."
+    raise _UsageError(message)
 
 # %% ../nbs/17_cli.ipynb #4233f866
 def _refused(error: ValueError) -> int:
@@ -93,13 +96,19 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="modelrecord", description="Read, check and analyse evaluation shard trees.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for build in _PARSERS.values(): build(commands)
+    for sub in commands.choices.values(): sub.set_defaults(usage=sub)  # for a usage error of that command
     return top
 
 # %% ../nbs/17_cli.ipynb #53dbd06c
 def main(argv=None) -> int:
     "Run the `modelrecord` command line with `argv` (default: `sys.argv[1:]`)."
-    args = parser().parse_args(argv)
+    args, unknown = parser().parse_known_args(argv)
+    if unknown: args.usage.error(f"unrecognized arguments: {' '.join(unknown)}")  # the subcommand's usage; exits 2
     try: return args.run(args)
+    except _UsageError as error:
+        args.usage.print_usage(sys.stderr)
+        print(f"modelrecord: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt: return 130
     except BrokenPipeError: return 0
 

@@ -41,7 +41,8 @@ def _keys(tables: Tables, frame: pd.DataFrame, by: By) -> list:
         if name in frame.columns: column = frame[name]
         elif name in tables.attempts.columns and "attempt_key" in frame.columns:
             column = frame.attempt_key.map(tables.attempts[name]).astype(tables.attempts[name].dtype).rename(name)
-        else: raise ValueError(f"cannot group by {name!r}: it is not a column of attempts")
+        else: raise ValueError(f"cannot group by {name!r}: it is not a column of attempts "
+                          f"(they are: {', '.join(tables.attempts.columns)})")
         keys.append(_sorted(column))
     return keys
 
