@@ -64,8 +64,10 @@ def _checked(fd: int, path, tighten: bool = False) -> int:
 # %% ../nbs/04a_cache.ipynb #482a3945
 def _open_root(root: Path) -> int:
     "The cache root `root` open and checked, made 0700 when missing; a link to it counts only when the user made it."
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    link = os.lstat(root)
+    try: link = os.lstat(root)
+    except FileNotFoundError:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        link = os.lstat(root)
     if stat.S_ISLNK(link.st_mode) and link.st_uid != _uid():
         raise _Unsafe(root, f"a link made by user {link.st_uid}", "remove it, or set MODELRECORD_CACHE_DIR elsewhere")
     return _checked(os.open(root, _DIRECTORY), root)
