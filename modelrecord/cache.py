@@ -6,13 +6,19 @@
 __all__ = ['CACHE_LIMIT_BYTES', 'cache_dir', 'Part', 'clear_cache']
 
 # %% ../nbs/04a_cache.ipynb #068eb411
+import errno
 import hashlib
 import os
-import shutil
+import re
+import stat
+import sys
 import time
 import uuid
+from contextlib import contextmanager, suppress
+from functools import cache
+from mmap import ACCESS_READ, mmap
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import msgspec
 import numpy as np
@@ -26,32 +32,106 @@ def cache_dir() -> Path:
     if os.environ.get("MODELRECORD_CACHE_DIR"): return Path(os.environ["MODELRECORD_CACHE_DIR"])
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modelrecord"
 
+# %% ../nbs/04a_cache.ipynb #12d635fc
+def _uid() -> int:
+    "The user the cache's directories must belong to: this process's effective user id."
+    return os.geteuid()
+
+# %% ../nbs/04a_cache.ipynb #2bdae066
+class _Unsafe(OSError):
+    "A directory of the cache not safe to use: where it is, why, and how to fix it."
+    def __init__(self, path, why: str, fix: str = "set MODELRECORD_CACHE_DIR to a directory of your own"):
+        super().__init__(f"{path}: {why}; fix: {fix}")
+
+# %% ../nbs/04a_cache.ipynb #1998bbe0
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+# %% ../nbs/04a_cache.ipynb #31d89fd2
+def _checked(fd: int, path, tighten: bool = False) -> int:
+    ("`fd`, an open directory of the cache at `path`, once it is the user's and nobody else can write it (made 0700 "
+     "if `tighten`); closed and refused otherwise.")
+    status, uid = os.fstat(fd), _uid()
+    mode = stat.S_IMODE(status.st_mode)
+    refusal = (_Unsafe(path, f"owned by user {status.st_uid}, not by you ({uid})") if status.st_uid != uid else
+               _Unsafe(path, f"writable by others (mode {mode:o})", f"`chmod 700 {path}`") if mode & 0o022 else None)
+    if refusal:
+        os.close(fd)
+        raise refusal
+    if tighten and mode & 0o077: os.fchmod(fd, 0o700)  # one of the cache's own, made by an older version
+    return fd
+
+# %% ../nbs/04a_cache.ipynb #482a3945
+def _open_root(root: Path) -> int:
+    "The cache root `root` open and checked, made 0700 when missing; a link to it counts only when the user made it."
+    try: link = os.lstat(root)
+    except FileNotFoundError:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        link = os.lstat(root)
+    if stat.S_ISLNK(link.st_mode) and link.st_uid != _uid():
+        raise _Unsafe(root, f"a link made by user {link.st_uid}", "remove it, or set MODELRECORD_CACHE_DIR elsewhere")
+    return _checked(os.open(root, _DIRECTORY), root)
+
+# %% ../nbs/04a_cache.ipynb #74ccfea1
+def _open_below(parent: int, name: str, path) -> int:
+    "The directory `name` of the open cache directory `parent` (at `path`), checked, made 0700 when missing, never a link."
+    try:
+        try: fd = os.open(name, _DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+        except FileNotFoundError:
+            with suppress(FileExistsError): os.mkdir(name, 0o700, dir_fd=parent)
+            fd = os.open(name, _DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as error:
+        if error.errno not in (errno.ENOTDIR, errno.ELOOP): raise
+        raise _Unsafe(path, "a link or a file where the cache keeps a directory", "remove it: the cache makes its own")
+    return _checked(fd, path, tighten=True)
+
 # %% ../nbs/04a_cache.ipynb #a28031ba
+@contextmanager
 def _private_dir(directory: Path):
-    "Make the cache directory `directory` (and its parents) when it is missing."
-    directory.mkdir(parents=True, exist_ok=True)
+    ("The cache directory `directory` open (a descriptor), reached from the root one checked step at a time and made "
+     "0700 where missing; a directory outside the root is checked alone.")
+    start = cache_dir() if directory.is_relative_to(cache_dir()) else directory
+    below = directory.relative_to(start).parts
+    fd = _open_root(start)
+    try:
+        for depth, name in enumerate(below):
+            parent, fd = fd, -1
+            try: fd = _open_below(parent, name, start.joinpath(*below[:depth + 1]))
+            finally: os.close(parent)
+        yield fd
+    finally:
+        if fd >= 0: os.close(fd)
 
 # %% ../nbs/04a_cache.ipynb #85986194
-def _map(path: Path) -> pa.Buffer:
-    "The bytes of the cache file at `path`, memory-mapped (read only)."
-    return pa.memory_map(str(path)).read_buffer()
+def _map(directory: int, name: str) -> pa.Buffer:
+    "The bytes of the file `name` of the open cache directory `directory`, memory-mapped (read only), never a link."
+    fd = os.open(name, _FILE, dir_fd=directory)
+    try: return pa.py_buffer(mmap(fd, 0, access=ACCESS_READ))
+    finally: os.close(fd)
 
-# %% ../nbs/04a_cache.ipynb #f9de14fa
-def _remove(directory: Path):
-    "Delete the cache directory `directory` and all it holds; what cannot be deleted stays."
-    shutil.rmtree(directory, ignore_errors=True)
+# %% ../nbs/04a_cache.ipynb #48bad095
+@cache
+def _warn(refusal: str):
+    "Say once on stderr that the load cache is not used, and why: the `refusal`."
+    print(f"modelrecord: the load cache is not used: {refusal}", file=sys.stderr)
 
 # %% ../nbs/04a_cache.ipynb #4ede8547
-def _tree_dir(tree, plan: str) -> Path:
-    "The cache directory of the tree at `tree` read by the plan of digest `plan`."
+def _tree_dir(tree, plan: str) -> Optional[Path]:
+    ("The cache directory of the tree at `tree` read by the plan of digest `plan`, made private; None when it cannot "
+     "be, said on stderr when it is not safe.")
     name = hashlib.sha256(f"{os.path.realpath(tree)}\0{plan}".encode()).hexdigest()[:24]
-    return cache_dir() / "trees" / name
+    directory = cache_dir() / "trees" / name
+    try:
+        with _private_dir(directory): return directory
+    except _Unsafe as refusal: _warn(str(refusal))
+    except OSError: pass  # a cache that cannot be made is skipped, as one that cannot be written
+    return None
 
 # %% ../nbs/04a_cache.ipynb #4ba94153
 def _shard_key(path: str) -> tuple:
-    "What identifies a shard file as it is now: its resolved path, size, modification time (ns) and inode."
+    "What identifies a shard file as it is now: its resolved path, size, modification time, inode, change time (ns)."
     status = os.stat(path)
-    return path, status.st_size, status.st_mtime_ns, status.st_ino
+    return path, status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns
 
 # %% ../nbs/04a_cache.ipynb #5f9de69c
 class Part(dict):
@@ -75,36 +155,45 @@ def _slice(part: Part, start: int, stop: int) -> Part:
                 {name: rows[start:stop] for name, rows in part.counts.items()},
                 cut(part.problems, part.counts["problems"]))
 
+# %% ../nbs/04a_cache.ipynb #3d4e816c
+# what the cache's files start with: with their names, how the cache knows a file it may delete as one it wrote
+_SEGMENT_HEADER = b"modelrecord load cache: segment\n".ljust(64, b"\0")  # 64 bytes: the IPC files after it stay aligned
+_INDEX_HEADER = b"modelrecord load cache: index\n"
+
 # %% ../nbs/04a_cache.ipynb #604d800b
 class _Segment(msgspec.Struct, array_like=True):
     ("An entry of a tree's index: a segment file, its digest and size, where each table's IPC file sits in it, the "
      "shards it holds.")
-    file: str
+    file: Annotated[str, msgspec.Meta(pattern=r"^segment-[0-9a-f]{32}\.arrow$")]  # a name in the index's directory
     digest: int  # XXH3 (64 bits) of the file's bytes
     size: int
     spans: dict  # table name (and "problems") -> [offset, length] of its Arrow IPC file in the segment file
-    shards: list  # the key of each shard it holds, in order: [resolved path, size, mtime_ns, inode]
+    shards: list  # the key of each shard it holds, in order: [resolved path, size, mtime_ns, inode, ctime_ns]
     counts: dict  # table name (and "problems") -> rows of each of its shards
     first_met: bool  # as `Part.first_met`
 
 # %% ../nbs/04a_cache.ipynb #5a74b27b
-def _replace(directory: Path, name: str, chunks: list) -> int:
-    "Write `chunks` (bytes) to `directory/name` through a temporary name and a rename; return their XXH3 digest."
-    temporary, digest = directory / f".{name}.{uuid.uuid4().hex}.tmp", xxhash.xxh3_64()
+def _replace(directory: int, name: str, chunks: list) -> int:
+    ("Write `chunks` (bytes) to the file `name` (0600) of the open cache directory `directory` through a temporary "
+     "name and a rename; return their XXH3 digest.")
+    temporary, digest = f".{name}.{uuid.uuid4().hex}.tmp", xxhash.xxh3_64()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        with open(temporary, "wb") as file:
+        with open(os.open(temporary, flags, 0o600, dir_fd=directory), "wb") as file:
             for chunk in chunks:
                 file.write(chunk)
                 digest.update(chunk)
-        os.replace(temporary, directory / name)
-    finally:
-        if temporary.exists(): temporary.unlink()
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with suppress(OSError): os.unlink(temporary, dir_fd=directory)
+        raise
     return digest.intdigest()
 
 # %% ../nbs/04a_cache.ipynb #4dcca291
 def _ipc_chunks(part: Part) -> tuple:
-    "`(chunks, spans, size)`: the tables of `part` and its problems as Arrow IPC files end to end, 64-byte aligned."
-    chunks, spans, at = [], {}, 0
+    ("`(chunks, spans, size)`: the segment header, then the tables of `part` and its problems as Arrow IPC files end "
+     "to end, 64-byte aligned.")
+    chunks, spans, at = [_SEGMENT_HEADER], {}, len(_SEGMENT_HEADER)
     for name, table in [*part.items(), ("problems", part.problems)]:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_file(sink, table.schema) as writer: writer.write_table(table)
@@ -119,17 +208,17 @@ def _ipc_chunks(part: Part) -> tuple:
 def _write_segment(directory: Path, part: Part, keys: list) -> _Segment:
     "Write the tables of `part` (the shards of `keys`) as a new segment file in `directory`; return its index entry."
     chunks, spans, size = _ipc_chunks(part)
-    _private_dir(directory)
     file = f"segment-{uuid.uuid4().hex}.arrow"
-    digest = _replace(directory, file, chunks)
+    with _private_dir(directory) as fd: digest = _replace(fd, file, chunks)
     counts = {name: part.counts[name].tolist() for name in (*part, "problems")}
     return _Segment(file, digest, size, spans, [list(key) for key in keys], counts, part.first_met)
 
 # %% ../nbs/04a_cache.ipynb #1b31cf63
-def _open_segment(directory: Path, segment: _Segment) -> Optional[Part]:
-    "The tables of `segment`, memory-mapped, or None when its file is missing, truncated, corrupt or foreign."
+def _segment_part(directory: int, segment: _Segment) -> Optional[Part]:
+    ("The tables of `segment` in the open cache directory `directory`, memory-mapped, or None when its file is missing, "
+     "truncated, corrupt or foreign.")
     try:
-        buffer = _map(directory / segment.file)
+        buffer = _map(directory, segment.file)
         if buffer.size != segment.size or xxhash.xxh3_64_intdigest(buffer) != segment.digest: return None
         tables = {name: pa.ipc.open_file(buffer.slice(offset, length)).read_all()
                   for name, (offset, length) in segment.spans.items()}
@@ -139,6 +228,13 @@ def _open_segment(directory: Path, segment: _Segment) -> Optional[Part]:
         return Part(tables, [key[0] for key in segment.shards], counts, problems, segment.first_met)
     except (OSError, ValueError, KeyError, TypeError, pa.ArrowException): return None
 
+# %% ../nbs/04a_cache.ipynb #b65aac9e
+def _open_segment(directory: Path, segment: _Segment) -> Optional[Part]:
+    "The tables of `segment` in the cache directory `directory`, as `_segment_part` gives them."
+    try:
+        with _private_dir(directory) as fd: return _segment_part(fd, segment)
+    except OSError: return None
+
 # %% ../nbs/04a_cache.ipynb #f766cee7
 _INDEX_FILE = "index.msgpack"
 
@@ -146,37 +242,65 @@ _INDEX_FILE = "index.msgpack"
 # a segment no index names is deleted once it is this old (a concurrent load may be about to name it)
 _ORPHAN_SECONDS = 600
 
+# %% ../nbs/04a_cache.ipynb #e27bd84f
+def _own_headers(name: str) -> tuple:
+    "The headers a file of the cache named `name` may start with; none for a name the cache does not give."
+    own = re.fullmatch(r"(\.?)(index\.msgpack|segment-[0-9a-f]{32}\.arrow)(\.[0-9a-f]{32}\.tmp)?", name)
+    if not own or bool(own[1]) != bool(own[3]): return ()  # a temporary's name, and only a temporary's, starts with "."
+    return (_INDEX_HEADER,) if own[2] == _INDEX_FILE else (_SEGMENT_HEADER, b"ARROW1")
+
+# %% ../nbs/04a_cache.ipynb #5a40048b
+def _unlink_own(directory: int, name: str) -> int:
+    ("Delete the file `name` of the open cache directory `directory` when the cache wrote it (its name and header say "
+     "so); return the bytes freed.")
+    headers = _own_headers(name)
+    if not headers: return 0
+    try:
+        fd = os.open(name, _FILE, dir_fd=directory)
+        try: status, start = os.fstat(fd), os.pread(fd, len(_SEGMENT_HEADER), 0)
+        finally: os.close(fd)
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != _uid() or not start.startswith(headers): return 0
+        os.unlink(name, dir_fd=directory)
+    except OSError: return 0
+    return status.st_size
+
 # %% ../nbs/04a_cache.ipynb #71c3d132
-def _read_index(directory: Path) -> list:
-    "The segments named by the index in `directory`, or none when it is missing, corrupt or foreign."
-    try: data = (directory / _INDEX_FILE).read_bytes()
+def _read_index(directory: int) -> list:
+    "The segments named by the index of the open cache directory `directory`; none when it is missing, corrupt or foreign."
+    try:
+        with open(os.open(_INDEX_FILE, _FILE, dir_fd=directory), "rb") as file: data = file.read()
     except OSError: return []
-    if len(data) < 8 or xxhash.xxh3_64_intdigest(data[8:]) != int.from_bytes(data[:8], "little"): return []
-    try: return msgspec.msgpack.decode(data[8:], type=list[_Segment])
+    digest, body = data[len(_INDEX_HEADER):len(_INDEX_HEADER) + 8], data[len(_INDEX_HEADER) + 8:]
+    if len(digest) < 8 or not data.startswith(_INDEX_HEADER): return []
+    if xxhash.xxh3_64_intdigest(body) != int.from_bytes(digest, "little"): return []
+    try: return msgspec.msgpack.decode(body, type=list[_Segment])
     except (msgspec.DecodeError, msgspec.ValidationError): return []
 
 # %% ../nbs/04a_cache.ipynb #5e180708
-def _write_index(directory: Path, segments: list, dropped: set):
-    ("Write the index of `segments` in `directory`; delete the segment files `dropped`, and those no index names once "
-     "they are old.")
+def _write_index(directory: int, segments: list, dropped: set):
+    ("Write the index of `segments` in the open cache directory `directory`; delete the segment files `dropped`, and "
+     "those no index names once they are old.")
     body = msgspec.msgpack.encode(segments)
-    _replace(directory, _INDEX_FILE, [xxhash.xxh3_64_intdigest(body).to_bytes(8, "little"), body])
+    _replace(directory, _INDEX_FILE, [_INDEX_HEADER, xxhash.xxh3_64_intdigest(body).to_bytes(8, "little"), body])
     named = {segment.file for segment in segments}
     with os.scandir(directory) as entries:
         for entry in entries:
             if entry.name == _INDEX_FILE or entry.name in named: continue
-            try:
-                if entry.name in dropped or time.time() - entry.stat().st_mtime > _ORPHAN_SECONDS: os.unlink(entry.path)
-            except OSError: pass
+            try: old = time.time() - entry.stat(follow_symlinks=False).st_mtime > _ORPHAN_SECONDS
+            except OSError: continue
+            if entry.name in dropped or old: _unlink_own(directory, entry.name)
 
 # %% ../nbs/04a_cache.ipynb #f19a5a75
 def _cached(directory: Path, keys: list) -> tuple:
     ("`(found, opened, segments)`: tree position -> (segment, position in it) of each shard the cache holds as it is "
      "now; the segments opened; the index.")
-    segments = _read_index(directory)
-    where = {tuple(key): (n, at) for n, segment in enumerate(segments) for at, key in enumerate(segment.shards)}
-    wanted = {i: where[key] for i, key in enumerate(keys) if key in where}
-    opened = {n: _open_segment(directory, segments[n]) for n in sorted({n for n, _ in wanted.values()})}
+    try:
+        with _private_dir(directory) as fd:
+            segments = _read_index(fd)
+            where = {tuple(key): (n, at) for n, segment in enumerate(segments) for at, key in enumerate(segment.shards)}
+            wanted = {i: where[key] for i, key in enumerate(keys) if key in where}
+            opened = {n: _segment_part(fd, segments[n]) for n in sorted({n for n, _ in wanted.values()})}
+    except OSError: return {}, {}, []
     return {i: place for i, place in wanted.items() if opened[place[0]] is not None}, opened, segments
 
 # %% ../nbs/04a_cache.ipynb #0b2b20bc
@@ -189,9 +313,11 @@ def _update_index(directory: Path, segments: list, used: set, written: list):
     ("Name the segments `used` and `written` in the tree's index (only touching it when nothing changed), then keep "
      "the cache under its cap.")
     try:
-        if not written and len(used) == len(segments): return os.utime(directory / _INDEX_FILE)
-        kept = [segment for n, segment in enumerate(segments) if n in used] + written
-        _write_index(directory, kept, {segment.file for n, segment in enumerate(segments) if n not in used})
+        with _private_dir(directory) as fd:
+            if not written and len(used) == len(segments):
+                return os.utime(_INDEX_FILE, dir_fd=fd, follow_symlinks=False)
+            kept = [segment for n, segment in enumerate(segments) if n in used] + written
+            _write_index(fd, kept, {segment.file for n, segment in enumerate(segments) if n not in used})
         _keep_under_limit()
     except OSError: pass
 
@@ -200,35 +326,55 @@ def _update_index(directory: Path, segments: list, used: set, written: list):
 CACHE_LIMIT_BYTES = 5 * 10**9
 
 # %% ../nbs/04a_cache.ipynb #4fdf922c
-def _size(directory: Path) -> int:
-    "The bytes of the files in `directory`."
-    with os.scandir(directory) as entries: return sum(entry.stat().st_size for entry in entries if entry.is_file())
+def _tree_dirs(trees: int) -> list:
+    "The names of the trees' directories in the open directory `trees`: directories, not links, named as the cache names them."
+    with os.scandir(trees) as entries:
+        return [entry.name for entry in entries
+                if re.fullmatch("[0-9a-f]{24}", entry.name) and entry.is_dir(follow_symlinks=False)]
+
+# %% ../nbs/04a_cache.ipynb #0fb26813
+def _usage(trees: int, name: str) -> tuple:
+    "`(last_loaded, size)` of the tree's directory `name` in the open directory `trees`: its index's mtime, its files' bytes."
+    try:
+        fd = os.open(name, _DIRECTORY | os.O_NOFOLLOW, dir_fd=trees)
+        try:
+            with os.scandir(fd) as entries: found = {entry.name: entry.stat(follow_symlinks=False) for entry in entries}
+        finally: os.close(fd)
+    except OSError: return 0, 0
+    index = found.get(_INDEX_FILE)
+    return (index.st_mtime if index else 0), sum(each.st_size for each in found.values() if stat.S_ISREG(each.st_mode))
+
+# %% ../nbs/04a_cache.ipynb #97b47784
+def _remove(trees: int, name: str) -> int:
+    ("Delete the files the cache wrote in the tree's directory `name` of the open directory `trees`, then the directory "
+     "if nothing else is left; return the bytes freed.")
+    try: fd = _checked(os.open(name, _DIRECTORY | os.O_NOFOLLOW, dir_fd=trees), name)
+    except OSError: return 0
+    try:
+        with os.scandir(fd) as entries: names = [entry.name for entry in entries]
+        freed = sum(_unlink_own(fd, each) for each in names)
+    finally: os.close(fd)
+    with suppress(OSError): os.rmdir(name, dir_fd=trees)
+    return freed
 
 # %% ../nbs/04a_cache.ipynb #7bad2105
 def _keep_under_limit():
     "Delete the least recently loaded trees' caches until the cache is within its cap."
     limit = int(os.environ.get("MODELRECORD_CACHE_LIMIT") or CACHE_LIMIT_BYTES)
-    trees = cache_dir() / "trees"
-    if not trees.is_dir(): return
-    found = []
-    for directory in trees.iterdir():
-        index = directory / _INDEX_FILE
-        try: found.append((index.stat().st_mtime if index.exists() else 0, _size(directory), directory))
-        except OSError: continue
-    total = sum(size for _, size, _ in found)
-    for _, size, directory in sorted(found, key=lambda item: item[0]):
-        if total <= limit: break
-        _remove(directory)
-        total -= size
+    with _private_dir(cache_dir() / "trees") as trees:
+        found = sorted((*_usage(trees, name), name) for name in _tree_dirs(trees))
+        total = sum(size for _, size, _ in found)
+        for _, size, name in found:
+            if total <= limit: break
+            _remove(trees, name)
+            total -= size
 
 # %% ../nbs/04a_cache.ipynb #8d97b3bc
 def clear_cache() -> int:
-    "Delete every tree's cached tables; return the bytes freed."
-    trees = cache_dir() / "trees"
-    if not trees.is_dir(): return 0
-    freed = 0
-    for directory in trees.iterdir():
-        try: freed += _size(directory)
-        except OSError: pass
-        _remove(directory)
-    return freed
+    "Delete every tree's cached tables (the files the cache wrote, nothing else); return the bytes freed."
+    if not os.path.lexists(cache_dir() / "trees"): return 0
+    try:
+        with _private_dir(cache_dir() / "trees") as trees: return sum(_remove(trees, name) for name in _tree_dirs(trees))
+    except _Unsafe as refusal: _warn(str(refusal))
+    except OSError: pass
+    return 0
