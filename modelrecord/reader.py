@@ -95,8 +95,8 @@ def _is_text(path: str) -> bool:
     return True
 
 # %% ../nbs/01_reader.ipynb #da3371a7
-_NOT_TEXT = ("is named with bytes that are not UTF-8 (shown as \\xNN), which a table of shard paths cannot hold as "
-             "text: rename it")
+_NOT_TEXT = ("has a path with bytes that are not UTF-8 (shown as \\xNN), which a table of shard paths cannot hold "
+             "as text: rename the file, or the directory, whose name holds them")
 
 # %% ../nbs/01_reader.ipynb #d8332d27
 def shard_paths(path, # a shard file, or a directory read recursively

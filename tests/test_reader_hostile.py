@@ -130,8 +130,19 @@ def test_a_name_that_is_not_utf8_is_refused_naming_the_file(tmp_path, capsys, co
     argv = [str(tmp_path / "out") if word == "OUT" else word for word in command]
     status, out, err = run(capsys, argv[0], str(tree), *argv[1:], "--no-cache")
     assert (status, out) == (1, "") and not unprintable(err)
-    assert err.startswith(f"modelrecord: {os.path.realpath(tree)}/modeleval-\\xff\\x1b.jsonl: is named with bytes "
-                          "that are not UTF-8")
+    assert err.startswith(f"modelrecord: {os.path.realpath(tree)}/modeleval-\\xff\\x1b.jsonl: has a path with "
+                          "bytes that are not UTF-8 (shown as \\xNN)")
+
+
+def test_a_directory_name_that_is_not_utf8_is_refused_naming_the_shard_under_it(tmp_path, capsys):
+    inside = tmp_path / os.fsdecode(b"caf\xe9")  # a directory named in Latin-1
+    inside.mkdir()
+    (inside / "modeleval-a.jsonl").write_bytes(example_shard())
+    status, out, err = run(capsys, "summary", str(tmp_path), "--no-cache")
+    assert (status, out) == (1, "") and not unprintable(err)
+    assert err.startswith(f"modelrecord: {os.path.realpath(tmp_path)}/caf\\xe9/modeleval-a.jsonl: has a path with")
+    status, out, err = run(capsys, "validate", str(tmp_path))  # the reader itself reads it
+    assert status == 0 and out.startswith("caf\\xe9/modeleval-a.jsonl: 1 run, ")
 
 
 def test_summary_and_export_read_a_tree_of_printable_but_hostile_names(tmp_path, capsys):
