@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .formatting import plural
-from .reader import ShardError, read_shards
+from .reader import ShardError, printable_path, read_shards
 
 # %% ../nbs/17_cli.ipynb #5e05b919
 def _tree(path) -> Path:
@@ -119,14 +119,14 @@ def validate_command(args) -> int:
     try: shards, problems = read_shards(tree, errors="collect")
     except ShardError as error: return _refused(error)
     for shard in shards:
-        print(f"{Path(shard.path).relative_to(tree) if tree.is_dir() else shard.path}: {shard.counts}")
+        print(f"{printable_path(Path(shard.path).relative_to(tree) if tree.is_dir() else shard.path)}: {shard.counts}")
     lines = sum(len(s.records) for s in shards)
     if not problems:
-        print(f"{tree}: {len(shards)} shards, {lines} lines, all valid")
+        print(f"{printable_path(tree)}: {len(shards)} shards, {lines} lines, all valid")
         return 0
     for problem in problems: print(f"modelrecord: {problem}", file=sys.stderr)
     refused = len({problem.path for problem in problems})
-    print(f"modelrecord: {tree}: {plural(len(problems), 'problem')} in {refused} of {len(shards)} shards "
+    print(f"modelrecord: {printable_path(tree)}: {plural(len(problems), 'problem')} in {refused} of {len(shards)} shards "
           f"({lines} lines read)", file=sys.stderr)
     return 1
 
@@ -213,7 +213,7 @@ def _print_summary(args, tree: Path, table, verdicts, repeats: dict, verdict: st
         print(json.dumps({"rows": rows} if verdict is None else {"success": f"verdict {verdict}", "rows": rows},
                          indent=2))
         return
-    print(f"Summary of {args.path}" if args.path else f"Summary of the bundled example tree ({tree})")
+    print(f"Summary of {printable_path(args.path)}" if args.path else f"Summary of the bundled example tree ({tree})")
     success = "completed" if verdict is None else f"verdict {verdict}"
     print(summary_text(table, verdicts) + (_repeats_text(repeats, success) if repeats else ""), end="")
 

@@ -1068,7 +1068,7 @@ def load(path, # a shard tree (a directory walked for `modeleval-*.jsonl`) or on
         ) -> Tables:
     "The `Tables` of the shard tree (or shard file) at `path`, read strictly or salvaging, through the cache."
     if errors not in ("raise", "collect"): raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
-    paths = shard_paths(os.path.realpath(path))  # resolved once: the walk does not follow links to directories
+    paths = shard_paths(os.path.realpath(path), text=True)  # resolved once (the walk follows no link to a directory)
     keys = [_shard_key(p) for p in paths]
     directory = _tree_dir(path, _plan_digest(content)) if cache else None
     found, opened, segments = _cached(directory, keys) if directory else ({}, {}, [])
