@@ -131,12 +131,14 @@ def summary(args) -> int:
 @needs("analysis")
 def export(args) -> int:
     "Write the tables of a tree as Parquet datasets partitioned by run, one per table, into `--to`."
-    from modelrecord.tables import export as write_parquet, checked_export_dir, load
+    from modelrecord.tables import export as write_parquet, ExportError, checked_export_dir, load
     try: checked_export_dir(args.to)  # refused before the tree is read
-    except NotADirectoryError as error: return _refused(error)
+    except (NotADirectoryError, ExportError) as error: return _refused(error)
     try: tables = load(_tree(args.path), workers=args.workers, content=args.content, cache=not args.no_cache)
     except ShardError as error: return _refused(error)
-    for path in write_parquet(tables, args.to, ns=args.ns): print(path)
+    try: written = write_parquet(tables, args.to, ns=args.ns)
+    except ExportError as error: return _refused(error)  # which run and why; the previous export is left as it was
+    for path in written: print(path)
     return 0
 
 def cache(args) -> int:
@@ -270,7 +272,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-cache", **uncached)
     write = command("export", export, "write a tree's tables as Parquet datasets partitioned by run",
                     optional_path=False)
-    write.add_argument("--to", required=True, help="the directory to write <table>/run_id=<run>/ datasets into")
+    write.add_argument("--to", required=True, help="the directory to write <table>/run=<run>/ datasets into")
     write.add_argument("--content", action="store_true", help="also keep texts, arguments, results and digests")
     write.add_argument("--workers", **workers)
     write.add_argument("--ns", action="store_true",
