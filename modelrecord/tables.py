@@ -11,6 +11,7 @@ __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_
 import datetime as dt
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -1096,22 +1097,30 @@ _NAME_MAX = 255  # bytes in a file name on the common file systems (ext4, XFS, A
 # %% ../nbs/04_tables.ipynb #6cb1200a
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder name hive readers read as a missing value
 
+# %% ../nbs/04_tables.ipynb #7d76fefa
+_STAND_IN = re.compile(r".*@[0-9a-f]{32}", re.DOTALL)  # what a stand-in for a run id looks like
+
 # %% ../nbs/04_tables.ipynb #688f3cf5
+@cache
 def _hive_escaped(value: str) -> str:
     "`value` escaped as pyarrow escapes the value of a hive partition (`/` as `%2F`, `@` as `%40`)."
     import pyarrow.dataset as ds
     by_value = ds.partitioning(pa.schema([("v", pa.string())]), flavor="hive")
     return by_value.format(ds.field("v") == value)[0].removeprefix("v=")
 
-# %% ../nbs/04_tables.ipynb #a5ff6b6b
-def _run_folder(run_id: Optional[str]) -> str:
-    "The folder of a run's partition: `run=<run id, escaped>`, or a short stable name when that is no file name."
-    if run_id is None: return f"run={_HIVE_NULL}"
-    folder = f"run={_hive_escaped(run_id)}"
-    if run_id != _HIVE_NULL and len(folder.encode()) <= _NAME_MAX: return folder
+# %% ../nbs/04_tables.ipynb #52ff8dd9
+def _run_label(run_id: str) -> str:
+    "The value a run's folder is named by: the run id, or a short stable stand-in when that cannot name a folder."
+    if len(f"run={_hive_escaped(run_id)}".encode()) <= _NAME_MAX and run_id != _HIVE_NULL \
+            and not _STAND_IN.fullmatch(run_id): return run_id
     prefix = run_id[:64]
     while len(_hive_escaped(prefix)) > 120: prefix = prefix[:-1]  # a short prefix, whatever it escapes to
-    return f"run={_hive_escaped(prefix)}@{hashlib.sha256(run_id.encode()).hexdigest()[:32]}"
+    return f"{prefix}@{hashlib.sha256(run_id.encode()).hexdigest()[:32]}"
+
+# %% ../nbs/04_tables.ipynb #88c7068d
+def _run_folder(run_id: Optional[str]) -> str:
+    "The folder of a run's partition, `run=<label>` escaped as pyarrow writes it (`run=__HIVE_DEFAULT_PARTITION__`: none)."
+    return f"run={_HIVE_NULL if run_id is None else _hive_escaped(_run_label(run_id))}"
 
 # %% ../nbs/04_tables.ipynb #4eaf4f55
 def _typed_table(frame: pd.DataFrame, name: str, ns: bool) -> pa.Table:
@@ -1122,26 +1131,36 @@ def _typed_table(frame: pd.DataFrame, name: str, ns: bool) -> pa.Table:
     return pa.table([pc.cast(table[field.name], field.type, safe=False) for field in schema], schema=schema)
 
 # %% ../nbs/04_tables.ipynb #103c77f4
-def _rows_by_run(table: pa.Table) -> dict:
-    "The rows of `table` of each run, in their order: run id (None for rows without one) -> table."
+def _labelled(table: pa.Table) -> tuple:
+    "`table` in run order with a column `run` of each row's folder label; and its runs (None: no run id)."
     codes, runs = pd.factorize(table["run_id"].to_pandas(), use_na_sentinel=False)
+    runs = [None if pd.isna(run) else run for run in runs]
+    labels = np.array([None if run is None else _run_label(run) for run in runs], dtype=object)
     order = np.argsort(codes, kind="stable")
-    rows = np.split(order, np.cumsum(np.bincount(codes, minlength=len(runs)))[:-1])
-    return {None if pd.isna(run) else run: table.take(at) for run, at in zip(runs, rows)}
+    return table.take(order).append_column("run", pa.array(labels[codes[order]], pa.string())), runs
 
-# %% ../nbs/04_tables.ipynb #c60faca5
+# %% ../nbs/04_tables.ipynb #6447757f
+def _failed_runs(error: Exception, runs: list) -> str:
+    "Which of `runs` the `error` of writing them is about: the run whose folder it names, else one of them all."
+    named = sorted((run for run in runs if _run_folder(run) in str(error)), key=lambda run: -len(_run_folder(run)))
+    if named or len(runs) == 1: return f"run {(named or runs)[0]!r}"
+    return f"one of runs {', '.join(map(repr, runs[:3]))}" + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+
+# %% ../nbs/04_tables.ipynb #d442117c
 def _stage(tables: Tables, staging: Path, ns: bool) -> set:
-    "Write each table's rows of each run into `staging/<table>/<run folder>/`; the runs written (None: no run id)."
+    "Write each table as `staging/<table>/run=<label>/part-0.parquet`, one folder per run; the runs written."
     import pyarrow.dataset as ds
-    runs = set()
+    by_run, written = ds.partitioning(pa.schema([("run", pa.string())]), flavor="hive"), set()
     for name, frame in tables.items():
-        for run, rows in _rows_by_run(_typed_table(frame, name, ns)).items():
-            try: ds.write_dataset(rows, staging / name / _run_folder(run), format="parquet",
-                                  basename_template="part-{i}.parquet")
-            except (OSError, pa.ArrowException) as error:
-                raise ExportError(f"run {run!r}: its {name} could not be written, so nothing was replaced: {error}") from error
-            runs.add(run)
-    return runs
+        table, runs = _labelled(_typed_table(frame, name, ns))
+        if not runs: continue  # no rows: nothing to write
+        try: ds.write_dataset(table, staging / name, format="parquet", partitioning=by_run, preserve_order=True,
+                              basename_template="part-{i}.parquet", max_partitions=max(len(runs), 1))
+        except (OSError, pa.ArrowException) as error:
+            raise ExportError(f"{_failed_runs(error, runs)}: its {name} could not be written, so nothing was replaced: "
+                              f"{error}") from error
+        written.update(runs)
+    return written
 
 # %% ../nbs/04_tables.ipynb #f92916da
 def _old_folders(table_dir: Path, run: Optional[str]) -> list:

@@ -227,7 +227,7 @@ def test_long_run_id_folders_are_stable_and_distinct(tmp_path):
     export(tables, tmp_path / "two")
     export(tables, tmp_path / "two")  # re-exported: the same folders, replaced, not added
     one, two = ({p.name for p in (tmp_path / d / "runs").iterdir()} for d in ("one", "two"))
-    assert one == two and len(one) == 2 and all("@" in name and len(name) < 200 for name in one)
+    assert one == two and len(one) == 2 and all("%40" in name and len(name) < 200 for name in one)
     assert ds.dataset(tmp_path / "two" / "runs", partitioning="hive").count_rows() == 2
 
 
@@ -288,7 +288,7 @@ def _failing_writer(monkeypatch, after: int):
     return calls
 
 
-@pytest.mark.parametrize("after", [0, 1, 3])  # of 4 writes: 2 runs, in runs and attempts
+@pytest.mark.parametrize("after", [0, 1])  # of 2 writes: the tables with rows, runs and attempts
 def test_a_writer_failing_half_way_leaves_the_previous_export(tmp_path, previous, monkeypatch, capsys, after):
     out, before = previous
     calls = _failing_writer(monkeypatch, after)
