@@ -1155,7 +1155,7 @@ def _stage(tables: Tables, staging: Path, ns: bool) -> set:
         table, runs = _labelled(_typed_table(frame, name, ns))
         if not runs: continue  # no rows: nothing to write
         try: ds.write_dataset(table, staging / name, format="parquet", partitioning=by_run, preserve_order=True,
-                              basename_template="part-{i}.parquet", max_partitions=max(len(runs), 1))
+                              basename_template="part-{i}.parquet", max_partitions=len(runs))
         except (OSError, pa.ArrowException) as error:
             raise ExportError(f"{_failed_runs(error, runs)}: its {name} could not be written, so nothing was replaced: "
                               f"{error}") from error
