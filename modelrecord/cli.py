@@ -288,12 +288,14 @@ def _score_parser(commands):
 @needs("analysis")
 def export_command(args) -> int:
     "Write the tables of a tree as Parquet datasets partitioned by run, one per table, into `--to`."
-    from modelrecord.tables import export as write_parquet, checked_export_dir
+    from modelrecord.tables import export as write_parquet, ExportError, checked_export_dir
     try: checked_export_dir(args.to)  # refused before the tree is read
-    except NotADirectoryError as error: return _refused(error)
+    except (NotADirectoryError, ExportError) as error: return _refused(error)
     try: tables = _loaded(args, _tree(args.path), content=args.content)
     except ShardError as error: return _unreadable(error)
-    for path in write_parquet(tables, args.to, ns=args.ns): print(path)
+    try: written = write_parquet(tables, args.to, ns=args.ns)
+    except ExportError as error: return _refused(error)  # which run and why; the previous export is left as it was
+    for path in written: print(path)
     return 0
 
 # %% ../nbs/17_cli.ipynb #9c53e52d
@@ -302,7 +304,7 @@ def _export_parser(commands):
     "`export PATH --to OUT` and its options."
     sub = _command_parser(commands, "export", export_command,
                           "write a tree's tables as Parquet datasets partitioned by run", optional_path=False)
-    sub.add_argument("--to", required=True, help="the directory to write <table>/run_id=<run>/ datasets into")
+    sub.add_argument("--to", required=True, help="the directory to write <table>/run=<run>/ datasets into")
     sub.add_argument("--content", action="store_true", help="also keep texts, arguments, results and digests")
     sub.add_argument("--workers", **_WORKERS)
     sub.add_argument("--salvage", **_SALVAGE)

@@ -5,12 +5,13 @@
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
            'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'batch_tables', 'shard_tables', 'problem_errors',
-           'combine', 'Tables', 'shard_batches', 'load', 'checked_export_dir', 'export']
+           'combine', 'Tables', 'shard_batches', 'load', 'ExportError', 'checked_export_dir', 'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -1098,44 +1099,133 @@ def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:
         fields.append(pa.field(name, kind))
     return pa.schema(fields)
 
+# %% ../nbs/04_tables.ipynb #34013d3f
+class ExportError(OSError):
+    "An export that could not be written (which run, and why); the export it was to replace is left as it was."
+
 # %% ../nbs/04_tables.ipynb #62877a8e
 def checked_export_dir(out_dir, # where `export` is to write
                       ) -> Path:
-    "`out_dir` as a `Path`, refused (`NotADirectoryError`) when it, or the nearest folder of it that exists, is a file."
+    "`out_dir` as a `Path`, refused when a file is in its way or a symbolic link is at it or at a table's folder."
     out_dir = Path(out_dir)
+    link = next((path for path in (out_dir, *(out_dir / name for name in TABLES)) if path.is_symlink()), None)
+    if link is not None: raise ExportError(f"{link} is a symbolic link: export writes into real folders, never through one")
     there = next((path for path in (out_dir, *out_dir.parents) if path.exists()), None)
     if there is not None and not there.is_dir():
         made = "" if there == out_dir else f" (so {out_dir} cannot be made)"
         raise NotADirectoryError(f"{there} is a file{made}: export writes a directory of Parquet datasets")
     return out_dir
 
-# %% ../nbs/04_tables.ipynb #ee958c8a
-def _run_partitions(tables: Tables, partitioning) -> list:
-    "The directory name (`run_id=<value>`, escaped) of each run some table of `tables` holds rows of."
+# %% ../nbs/04_tables.ipynb #5c783db9
+_NAME_MAX = 255  # bytes in a file name on the common file systems (ext4, XFS, APFS, NTFS)
+
+# %% ../nbs/04_tables.ipynb #6cb1200a
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder name hive readers read as a missing value
+
+# %% ../nbs/04_tables.ipynb #7d76fefa
+_STAND_IN = re.compile(r".*@[0-9a-f]{32}", re.DOTALL)  # what a stand-in for a run id looks like
+
+# %% ../nbs/04_tables.ipynb #688f3cf5
+@cache
+def _hive_escaped(value: str) -> str:
+    "`value` escaped as pyarrow escapes the value of a hive partition (`/` as `%2F`, `@` as `%40`)."
     import pyarrow.dataset as ds
-    runs = set().union(*(frame.run_id.unique() for _, frame in tables.items()))
-    return [partitioning.format(ds.field("run_id").is_null() if pd.isna(run) else ds.field("run_id") == run)[0]
-            for run in runs]
+    by_value = ds.partitioning(pa.schema([("v", pa.string())]), flavor="hive")
+    return by_value.format(ds.field("v") == value)[0].removeprefix("v=")
+
+# %% ../nbs/04_tables.ipynb #52ff8dd9
+def _run_label(run_id: str) -> str:
+    "The value a run's folder is named by: the run id, or a short stable stand-in when that cannot name a folder."
+    if len(f"run={_hive_escaped(run_id)}".encode()) <= _NAME_MAX and run_id != _HIVE_NULL \
+            and not _STAND_IN.fullmatch(run_id): return run_id
+    prefix = run_id[:64]
+    while len(_hive_escaped(prefix)) > 120: prefix = prefix[:-1]  # a short prefix, whatever it escapes to
+    return f"{prefix}@{hashlib.sha256(run_id.encode()).hexdigest()[:32]}"
+
+# %% ../nbs/04_tables.ipynb #88c7068d
+def _run_folder(run_id: Optional[str]) -> str:
+    "The folder of a run's partition, `run=<label>` escaped as pyarrow writes it (`run=__HIVE_DEFAULT_PARTITION__`: none)."
+    return f"run={_HIVE_NULL if run_id is None else _hive_escaped(_run_label(run_id))}"
+
+# %% ../nbs/04_tables.ipynb #4eaf4f55
+def _typed_table(frame: pd.DataFrame, name: str, ns: bool) -> pa.Table:
+    "The table `name` as Arrow, its index a column and each column typed by `_export_schema`."
+    if frame.index.name is not None: frame = frame.reset_index()
+    schema = _export_schema(frame, _schemas(True)[name], ns)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return pa.table([pc.cast(table[field.name], field.type, safe=False) for field in schema], schema=schema)
+
+# %% ../nbs/04_tables.ipynb #103c77f4
+def _labelled(table: pa.Table) -> tuple:
+    "`table` in run order with a column `run` of each row's folder label; and its runs (None: no run id)."
+    codes, runs = pd.factorize(table["run_id"].to_pandas(), use_na_sentinel=False)
+    runs = [None if pd.isna(run) else run for run in runs]
+    labels = np.array([None if run is None else _run_label(run) for run in runs], dtype=object)
+    order = np.argsort(codes, kind="stable")
+    return table.take(order).append_column("run", pa.array(labels[codes[order]], pa.string())), runs
+
+# %% ../nbs/04_tables.ipynb #6447757f
+def _failed_runs(error: Exception, runs: list) -> str:
+    "Which of `runs` the `error` of writing them is about: the run whose folder it names, else one of them all."
+    named = sorted((run for run in runs if _run_folder(run) in str(error)), key=lambda run: -len(_run_folder(run)))
+    if named or len(runs) == 1: return f"run {(named or runs)[0]!r}"
+    return f"one of runs {', '.join(map(repr, runs[:3]))}" + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+
+# %% ../nbs/04_tables.ipynb #d442117c
+def _stage(tables: Tables, staging: Path, ns: bool) -> set:
+    "Write each table as `staging/<table>/run=<label>/part-0.parquet`, one folder per run; the runs written."
+    import pyarrow.dataset as ds
+    by_run, written = ds.partitioning(pa.schema([("run", pa.string())]), flavor="hive"), set()
+    for name, frame in tables.items():
+        table, runs = _labelled(_typed_table(frame, name, ns))
+        if not runs: continue  # no rows: nothing to write
+        try: ds.write_dataset(table, staging / name, format="parquet", partitioning=by_run, preserve_order=True,
+                              basename_template="part-{i}.parquet", max_partitions=len(runs))
+        except (OSError, pa.ArrowException) as error:
+            raise ExportError(f"{_failed_runs(error, runs)}: its {name} could not be written, so nothing was replaced: "
+                              f"{error}") from error
+        written.update(runs)
+    return written
+
+# %% ../nbs/04_tables.ipynb #f92916da
+def _old_folders(table_dir: Path, run: Optional[str]) -> list:
+    "The folders of `table_dir` holding `run`'s rows of an earlier export (`run_id=<run>` as exports named them first)."
+    legacy = f"run_id={_HIVE_NULL if run is None else _hive_escaped(run)}"
+    return [table_dir / name for name in (_run_folder(run), legacy) if os.path.lexists(table_dir / name)]
+
+# %% ../nbs/04_tables.ipynb #9c1380e4
+def _renames(staging: Path, out_dir: Path, name: str, run: Optional[str]) -> list:
+    "The `(from, to)` renames that swap `run`'s staged partition of table `name` in, its old ones aside into `staging`."
+    moves = [(old, staging / ".replaced" / name / old.name) for old in _old_folders(out_dir / name, run)]
+    new = staging / name / _run_folder(run)
+    return moves + [(new, out_dir / name / new.name)] if new.exists() else moves
+
+# %% ../nbs/04_tables.ipynb #d28e8e99
+def _swap_in(staging: Path, out_dir: Path, names: list, runs: set) -> None:
+    "Swap each run's staged partitions into `out_dir` (old ones aside into `staging`); all undone if one step fails."
+    undo, run = [], "?"
+    try:
+        for folder in (out_dir, *(out_dir / name for name in names)):  # a table's folder is there even when empty
+            if not folder.exists(): folder.mkdir(); undo.append((folder.rmdir,))
+        for name in names:
+            (staging / ".replaced" / name).mkdir(parents=True)
+            for run in runs:
+                for source, target in _renames(staging, out_dir, name, run):
+                    source.rename(target); undo.append((target.rename, source))
+    except BaseException as error:  # an interrupt too: the old partitions go back before the staging is removed
+        for step, *arguments in reversed(undo): step(*arguments)
+        if not isinstance(error, OSError): raise
+        raise ExportError(f"run {run!r} could not be swapped in, so {out_dir} is left as it was: {error}") from error
 
 # %% ../nbs/04_tables.ipynb #b9215ce5
 def export(tables: Tables, # the tables to write: a whole tree's, or narrowed (`where`) or re-priced (`priced`) ones
            out_dir, # the directory of the datasets (made when missing), one subdirectory per table
            *, ns: bool = False, # keep times in nanoseconds (default: microseconds, the unit Spark reads)
           ) -> list:
-    "Write every table as a Parquet dataset `<out_dir>/<table>/run_id=<value>/`, replacing those runs' partitions."
-    import pyarrow.dataset as ds
+    "Write every table as a Parquet dataset `<out_dir>/<table>/run=<run>/`, replacing those runs' partitions whole."
     out_dir = checked_export_dir(out_dir)
-    by_run = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
-    partitions, written = _run_partitions(tables, by_run), []
-    for name, frame in tables.items():
-        if frame.index.name is not None: frame = frame.reset_index()
-        schema = _export_schema(frame, _schemas(True)[name], ns)
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        table = pa.table([pc.cast(table[field.name], field.type, safe=False) for field in schema], schema=schema)
-        (out_dir / name).mkdir(parents=True, exist_ok=True)  # there even when the table is empty
-        # each run's partition is replaced whole, in every table: also where the run has no rows now
-        for partition in partitions: shutil.rmtree(out_dir / name / partition, ignore_errors=True)
-        ds.write_dataset(table, out_dir / name, format="parquet", partitioning=by_run,
-                         basename_template="part-{i}.parquet", existing_data_behavior="overwrite_or_ignore")
-        written.append(out_dir / name)
-    return written
+    out_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.absolute().name[:64]}.staged-", dir=out_dir.absolute().parent))
+    try: _swap_in(staging, out_dir, [name for name, _ in tables.items()], _stage(tables, staging, ns))
+    finally: shutil.rmtree(staging, ignore_errors=True)
+    return [out_dir / name for name, _ in tables.items()]
