@@ -34,6 +34,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                    'modelrecord.cache._write_index': ('cache.html#_write_index', 'modelrecord/cache.py'),
                                    'modelrecord.cache._write_segment': ('cache.html#_write_segment', 'modelrecord/cache.py'),
                                    'modelrecord.cache.cache_dir': ('cache.html#cache_dir', 'modelrecord/cache.py'),
+                                   'modelrecord.cache.cache_size': ('cache.html#cache_size', 'modelrecord/cache.py'),
                                    'modelrecord.cache.clear_cache': ('cache.html#clear_cache', 'modelrecord/cache.py')},
             'modelrecord.cli': { 'modelrecord.cli._UsageError': ('cli.html#_usageerror', 'modelrecord/cli.py'),
                                  'modelrecord.cli._cache_parser': ('cli.html#_cache_parser', 'modelrecord/cli.py'),

@@ -11,6 +11,7 @@ import argparse
 import functools
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -314,17 +315,23 @@ def _export_parser(commands):
 
 # %% ../nbs/17_cli.ipynb #8ddef6f7
 def cache_command(args) -> int:
-    "Empty the load cache (`cache clear`)."
-    from modelrecord.cache import cache_dir, clear_cache
-    print(f"{cache_dir()}: {clear_cache() / 1e6:.1f} MB freed")
+    "Say where the load cache is, how much it holds and may hold (`cache`), or empty it (`cache clear`)."
+    from modelrecord.cache import CACHE_LIMIT_BYTES, cache_dir, cache_size, clear_cache
+    if args.action == "clear":
+        print(f"{cache_dir()}: {clear_cache() / 1e6:,.1f} MB freed")
+        return 0
+    size, trees = cache_size()
+    limit = int(os.environ.get("MODELRECORD_CACHE_LIMIT") or CACHE_LIMIT_BYTES)
+    print(f"{cache_dir()}: {size / 1e6:,.1f} MB for {plural(trees, 'tree')}, kept under {limit / 1e9:,.1f} GB "
+          "(least recently loaded trees go first); `modelrecord cache clear` empties it")
     return 0
 
 # %% ../nbs/17_cli.ipynb #99e70533
 @_subcommand
 def _cache_parser(commands):
-    "`cache clear`."
-    sub = commands.add_parser("cache", help="manage the load cache")
-    sub.add_argument("action", choices=["clear"], help="clear: delete every cached table")
+    "`cache [clear]`."
+    sub = commands.add_parser("cache", help="show where the load cache is and its size, or clear it")
+    sub.add_argument("action", nargs="?", choices=["clear"], help="clear: delete every cached table")
     sub.set_defaults(run=cache_command)
 
 # %% ../nbs/17_cli.ipynb #3f809535
