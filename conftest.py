@@ -12,6 +12,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 _CACHE = os.environ["MODELRECORD_CACHE_DIR"] = tempfile.mkdtemp(prefix="modelrecord-test-cache-")
 
 
@@ -19,11 +21,20 @@ def pytest_unconfigure(config):
     shutil.rmtree(_CACHE, ignore_errors=True)
 
 
+# The slow tier (`-m "not slow"` leaves it out; CI runs it): tests that drive Chromium, start
+# JupyterLab, Voila or other servers, or search many generated examples. Each takes from ten
+# seconds to two minutes on two cores; together they are about half of the whole run.
+SLOW_FILES = {"tests/test_serve_browser.py", "tests/test_explore_browser.py", "tests/test_explore_jupyterlab.py",
+              "tests/test_serve.py", "tests/test_score_properties.py", "tests/test_reader_fuzz.py"}
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         cell = getattr(item, "cell", None)
         if cell is not None and cell.get("outputs") and cell.get("execution_count") is None:
             cell["execution_count"] = 1
+        if item.nodeid.split("::")[0] in SLOW_FILES or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
 
 
 
@@ -32,8 +43,6 @@ def pytest_collection_modifyitems(items):
 # left). Under pytest-xdist the controller learns each file's tests from the workers' collection;
 # a worker counts nothing, so only the controller prints.
 import time
-
-import pytest
 
 _STARTED = time.monotonic()
 _left: dict = {}  # test file -> its tests not yet finished
