@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['EXTRA_MODULES', 'needs', 'parser', 'main', 'validate_command', 'summary_command', 'score_command', 'export_command',
-           'cache_command', 'explore_command', 'compare_command']
+           'cache_command', 'explore_command', 'compare_command', 'runs_command']
 
 # %% ../nbs/17_cli.ipynb #4a0c82f2
 import argparse
@@ -429,3 +429,24 @@ def _compare_parser(commands):
     sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
     sub.set_defaults(run=compare_command)
+
+# %% ../nbs/17_cli.ipynb #b19591ba
+@needs("analysis")
+def runs_command(args) -> int:
+    "List the runs of a tree: run id, commit, start, models and attempts, as text or JSON."
+    from modelrecord.summary import run_records, run_table, run_table_text
+    try: tables = _loaded(args, _tree(args.path))
+    except ShardError as error: return _unreadable(error)
+    table = run_table(tables)
+    print(json.dumps(run_records(table), indent=2) if args.json else run_table_text(table), end="\n" if args.json else "")
+    return 0
+
+# %% ../nbs/17_cli.ipynb #b43ac8ec
+@_subcommand
+def _runs_parser(commands):
+    "`runs [PATH]` and its options."
+    sub = _command_parser(commands, "runs", runs_command, "list the runs of a tree: id, commit, start, models, attempts")
+    sub.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
+    sub.add_argument("--workers", **_WORKERS)
+    sub.add_argument("--salvage", **_SALVAGE)
+    sub.add_argument("--no-cache", **_UNCACHED)

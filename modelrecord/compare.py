@@ -410,8 +410,10 @@ def runs_of(tables: Tables, # the tables of a tree holding several runs
     if all(len(found) == 1 for found in matches.values()):
         return tables.where(commit=[found[0] for found in matches.values()])
     unknown = [name for name in names if name not in ids and len(matches[name]) != 1]
+    listed = lambda names: ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     raise ValueError(f"{', '.join(map(repr, unknown))} names no single run id or commit of this tree; "
-                     f"its commits: {', '.join(sorted(c[:12] for c in commits))}")
+                     f"its runs: {listed(sorted(ids))}; its commits: {listed(sorted(c[:12] for c in commits))} "
+                     "(`modelrecord runs TREE` lists them with their dates)")
 
 # %% ../nbs/09_compare.ipynb #0f2a98e7
 def _json_number(value):

@@ -6,7 +6,7 @@
 __all__ = ['By', 'Z95', 'VERDICT_NOTE', 'KEY_PROPORTIONS', 'wilson', 'clustered_se', 'clustered_proportions', 'proportions',
            'endings', 'tokens', 'costs', 'retries', 'latency', 'summary', 'attempt_totals', 'interval_text',
            'fraction_text', 'clustered_text', 'summary_text', 'proportion_record', 'table_proportion',
-           'summary_records']
+           'summary_records', 'run_table', 'run_table_text', 'run_records']
 
 # %% ../nbs/07_summary.ipynb #612bbfdd
 from typing import Optional, Sequence, Union
@@ -341,3 +341,31 @@ def summary_records(summary: pd.DataFrame, # a `summary` table
         record["key"] = (None if pd.isna(verdicts.attempts)
                          else {name: table_proportion(verdicts, name) for name in KEY_PROPORTIONS})
     return records
+
+# %% ../nbs/07_summary.ipynb #08cb093c
+def run_table(tables: Tables) -> pd.DataFrame:
+    "One row per run of a tree (by `run_id`): its commit, when it started, its models and attempts, oldest first."
+    runs = tables.runs.drop_duplicates("run_id").assign(run_id=lambda f: f.run_id.astype(str)).set_index("run_id")
+    attempts = tables.attempts.assign(run_id=tables.attempts.run_id.astype(str)).groupby("run_id")
+    table = pd.DataFrame({"commit": runs.commit, "started_at": runs.started_at,
+                          "models": attempts.model.nunique().reindex(runs.index, fill_value=0),
+                          "attempts": attempts.size().reindex(runs.index, fill_value=0)})
+    return table.sort_values(["started_at", "commit"], kind="stable")
+
+# %% ../nbs/07_summary.ipynb #deda7f58
+def run_table_text(table: pd.DataFrame, # a `run_table`
+                  ) -> str:
+    "A `run_table` as aligned lines of text: run id, commit (12 characters), start (UTC, to the minute), models, attempts."
+    shown = pd.DataFrame({"run": table.index.astype(str), "commit": table.commit.fillna("").astype(str).str[:12],
+                          "started (UTC)": [f"{t:%Y-%m-%d %H:%M}" if pd.notna(t) else "" for t in table.started_at],
+                          "models": [count_text(v) for v in table.models],
+                          "attempts": [count_text(v) for v in table.attempts]})
+    return "\n".join(aligned_lines(shown)) + "\n"
+
+# %% ../nbs/07_summary.ipynb #afa9c7c2
+def run_records(table: pd.DataFrame, # a `run_table`
+               ) -> list:
+    "A `run_table` as JSON-ready records: `run_id`, `commit`, `started_at` (ISO 8601, UTC), `models`, `attempts`."
+    return [{"run_id": str(run), "commit": None if pd.isna(row.commit) else str(row.commit),
+             "started_at": None if pd.isna(row.started_at) else row.started_at.isoformat(),
+             "models": int(row.models), "attempts": int(row.attempts)} for run, row in table.iterrows()]

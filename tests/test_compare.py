@@ -510,3 +510,14 @@ def test_cost_per_success_with_one_success_is_unknown_not_infinite(runs):
     row = cost_success(tables, success).loc[SONNET]
     assert np.isfinite(row.cost_per_success) and np.isnan(row.per_success_high) and np.isnan(row.per_success_low)
     assert not np.isinf(cost_success(tables, success).select_dtypes("number").to_numpy(float)).any()
+
+
+def test_an_unknown_run_is_refused_with_the_runs_the_tree_holds(capsys):
+    "The refusal of an unknown --runs name lists run ids, not only commits, and the command that lists them (issue 27)."
+    tree = str(example_runs()[0].parent)
+    assert main(["compare", tree, "--runs", "nope", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "its runs: 20260929-101614-ee-1-441cc7, " in err and "modelrecord runs TREE" in err
+    assert main(["runs", tree, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [run["run_id"] for run in listed][0] in err and sum(run["attempts"] for run in listed) == 756
