@@ -17,6 +17,7 @@ import copy
 import math
 import os
 import re
+import warnings
 from operator import itemgetter
 from typing import NamedTuple, Optional, Sequence, Union
 
@@ -24,7 +25,8 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from .key import AnswerKey, Argument, Flags, Produced, Step, Surface, load_key
+from .key import (AnswerKey, Argument, Flags, Produced, Step, Surface, UnknownStepWarning, load_key,
+                             unknown_steps)
 from .formatting import aligned_lines, group_labels
 from .reader import ShardError, paused_gc
 from .record import (
@@ -280,20 +282,20 @@ def _argument_reason(argument: Argument, why: str, sent: Optional[str], wants: l
 # %% ../nbs/08_score.ipynb #8726125b
 def _argument_verdict(argument: Argument, raw, attempt: AttemptView, key: AnswerKey, reached: dict, steps: int) -> dict:
     "The verdict on one key argument, given the raw JSON its call sent for it (None: not sent)."
-    sent, truth, wants = canonical(raw), argument.truth, []
+    sent, truth = canonical(raw), argument.truth
     verdict = {"name": argument.name, "truth": truth, "required": argument.required, "compared": False,
-               "matched": False, "sent": sent, "want": "", "why": "", "reason": ""}
+               "matched": False, "sent": "" if sent is None else sent, "want": "", "why": "", "reason": ""}
     if truth == "authored":
         verdict["reason"] = f"{argument.name} is the model's to write: reported, not compared"
         return verdict
+    wants, why = _wants(argument, truth, attempt.facts, key, reached, steps)
+    verdict["want"] = " or ".join(wants)  # whenever the truth resolves, sent or not
     if sent is None:
         if argument.required: verdict["compared"], verdict["why"] = True, "not_sent"
         else: verdict["reason"] = f"{argument.name} is optional and was not sent"
     else:
-        wants, why = _wants(argument, truth, attempt.facts, key, reached, steps)
-        verdict["compared"], verdict["want"] = True, " or ".join(wants)
         if not why and sent not in wants and not any(values_equal(sent, w) for w in wants): why = "mismatch"
-        verdict["why"] = why
+        verdict["compared"], verdict["why"] = True, why
         if not why: verdict["matched"], verdict["reason"] = True, f"{argument.name} sent {sent!r} as wanted"
     if verdict["why"]: verdict["reason"] = _argument_reason(argument, verdict["why"], sent, wants)
     return verdict
@@ -866,6 +868,7 @@ def score(tree_or_tables, # a shard tree's path (or a shard's), or its `Tables` 
          ) -> Scores:
     "The verdicts on every attempt of a tree (a path, or `Tables` loaded with `content=True`) against the answer `key`."
     key = load_key(key)
+    for unknown in unknown_steps(key): warnings.warn(unknown, UnknownStepWarning, stacklevel=2)
     tables = _content_tables(tree_or_tables, workers, progress)
     with paused_gc():  # a hundred thousand small verdicts: the cyclic collector would only slow their making
         grouped = _grouped(tables, key)
