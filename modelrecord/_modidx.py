@@ -54,6 +54,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                  'modelrecord.cli._runs_parser': ('cli.html#_runs_parser', 'modelrecord/cli.py'),
                                  'modelrecord.cli._score_parser': ('cli.html#_score_parser', 'modelrecord/cli.py'),
                                  'modelrecord.cli._scores': ('cli.html#_scores', 'modelrecord/cli.py'),
+                                 'modelrecord.cli._show_warning': ('cli.html#_show_warning', 'modelrecord/cli.py'),
                                  'modelrecord.cli._subcommand': ('cli.html#_subcommand', 'modelrecord/cli.py'),
                                  'modelrecord.cli._summary_misuse': ('cli.html#_summary_misuse', 'modelrecord/cli.py'),
                                  'modelrecord.cli._summary_parser': ('cli.html#_summary_parser', 'modelrecord/cli.py'),

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from .formatting import plural
@@ -100,12 +101,22 @@ def parser() -> argparse.ArgumentParser:
     for sub in commands.choices.values(): sub.set_defaults(usage=sub)  # for a usage error of that command
     return top
 
+# %% ../nbs/17_cli.ipynb #778110d3
+def _show_warning(message, category, filename, lineno, file=None, line=None, _shown=warnings.showwarning):
+    "Show a warning of this package's (an answer key's unknown step) as one `modelrecord: warning:` line; others as Python does."
+    if getattr(category, "__module__", "").startswith("modelrecord."):
+        print(f"modelrecord: warning: {message}", file=sys.stderr)
+    else: _shown(message, category, filename, lineno, file, line)
+
 # %% ../nbs/17_cli.ipynb #53dbd06c
 def main(argv=None) -> int:
     "Run the `modelrecord` command line with `argv` (default: `sys.argv[1:]`)."
     args, unknown = parser().parse_known_args(argv)
     if unknown: args.usage.error(f"unrecognized arguments: {' '.join(unknown)}")  # the subcommand's usage; exits 2
-    try: return args.run(args)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.run(args)
     except _UsageError as error:
         args.usage.print_usage(sys.stderr)
         print(f"modelrecord: {error}", file=sys.stderr)

@@ -227,7 +227,8 @@ def _verdicts_of(scores, key: int) -> tuple:
 
 def _argument_html(a: dict) -> str:
     "One argument's verdict: sent against wanted, and why it missed."
-    sent = "nothing" if a["sent"] is None or a["sent"] != a["sent"] else f"<code>{escape(a['sent'])}</code>"
+    nothing = a["sent"] is None or a["sent"] != a["sent"] or a["sent"] == ""  # the scorer writes "" for nothing sent
+    sent = "nothing" if nothing else f"<code>{escape(a['sent'])}</code>"
     name = f"<code>{escape(a['name'])}</code>"
     if not a["compared"]: return f"<li>{name} sent {sent} ({escape(a['truth'])}: not compared)</li>"
     mark = badge("matched", "#2e7d32") if a["matched"] else badge(a["why"], "#c62828", a["reason"])

@@ -208,3 +208,19 @@ def test_an_argument_not_sent_has_sent_empty_and_its_want(conformance):
     ref, branch = arguments.loc["ref"].iloc[0], arguments.loc["branch"].iloc[0]
     assert (ref.sent, ref.want, ref.compared, ref.why) == ("", "main", False, "")
     assert (branch.sent, branch.want, branch.compared, branch.why) == ("", "develop", True, "not_sent")
+
+
+def test_a_command_that_scores_warns_once_per_unknown_step_in_its_own_words(tmp_path, capsys):
+    "`modelrecord score` with a misspelled action: exit 0, one `modelrecord: warning:` line naming case, step and the nearest name."
+    import json as _json
+    from modelrecord.cli import main
+    from modelrecord.sample import example_key, example_tree
+    key = _json.loads(Path(example_key()).read_text())
+    case = next(iter(key["cases"]))
+    key["cases"][case]["steps"][0]["action"] = "xproject.get"
+    misspelled = tmp_path / "key.json"
+    misspelled.write_text(_json.dumps(key))
+    assert main(["score", str(example_tree()), "--key", str(misspelled), "--no-cache"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warned == [f"modelrecord: warning: {misspelled}: cases.{case}.steps[0]: the catalog does not list the action "
+                      "'xproject.get' (nearest: project.get); it is scored as unknown"]
