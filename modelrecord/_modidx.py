@@ -170,6 +170,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                   'modelrecord.dask._per_case': ('dask.html#_per_case', 'modelrecord/dask.py'),
                                   'modelrecord.dask._percentiles': ('dask.html#_percentiles', 'modelrecord/dask.py'),
                                   'modelrecord.dask._read': ('dask.html#_read', 'modelrecord/dask.py'),
+                                  'modelrecord.dask._renamed': ('dask.html#_renamed', 'modelrecord/dask.py'),
                                   'modelrecord.dask._scored': ('dask.html#_scored', 'modelrecord/dask.py'),
                                   'modelrecord.dask._shard_starts': ('dask.html#_shard_starts', 'modelrecord/dask.py'),
                                   'modelrecord.dask._summed': ('dask.html#_summed', 'modelrecord/dask.py'),
