@@ -36,3 +36,12 @@ def test_plot_tick_labels_each_model_apart(tables):
     for plot in (plots.tokens_by_model, plots.endings_by_model, plots.latency_by_model):
         fig = plot(tables)
         assert sorted(t.get_text() for t in fig.axes[0].get_yticklabels()) == sorted(SHOWN), plot.__name__
+
+
+def test_explorer_filter_labels_each_model_apart(tables):
+    explore = pytest.importorskip("modelrecord.explore")
+    explorer = explore.Explorer(load=False)
+    explorer.tables = tables
+    explore._offer_filters(explorer, keep=False)
+    offered = dict(explorer.filters["model"].options)
+    assert sorted(offered) == sorted(["all", *SHOWN]) and sorted(offered.values()) == sorted([explore.ALL, *NAMES])
