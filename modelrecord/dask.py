@@ -55,6 +55,13 @@ def _batch_bytes(batch: Batch) -> int:
     "A batch's size as Dask counts its frames, so that the scheduler cuts partitions where the batch is, not moves it."
     return sum(sizeof(frame) for _, frame in batch.tables.items())
 
+# %% ../nbs/05_dask.ipynb #6b2f4c19
+def _renamed(error: ShardError, names: dict) -> ShardError:
+    "`error` with each local copy it names (`names`: copy -> the shard's URL) named by the shard's URL."
+    why = error.why
+    for copy, name in names.items(): why = why.replace(copy, name)
+    return ShardError(names.get(error.path, error.path), error.line, error.field, why)
+
 # %% ../nbs/05_dask.ipynb #b7f9a3c4
 def _read(fs, paths: list, content: bool) -> Tables:
     "The combined `batch_tables` of the shards `paths` on `fs`, copied to a temporary directory first when remote."
@@ -62,7 +69,8 @@ def _read(fs, paths: list, content: bool) -> Tables:
     with tempfile.TemporaryDirectory(prefix="modelrecord-") as scratch:
         copies = [os.path.join(scratch, f"{n}-{p.rstrip('/').rsplit('/', 1)[-1]}") for n, p in enumerate(paths)]
         for path, copy in zip(paths, copies): fs.get_file(path, copy)
-        tables = combine([batch_tables(copies, content)])
+        try: tables = combine([batch_tables(copies, content)])
+        except ShardError as error: raise _renamed(error, dict(zip(copies, map(fs.unstrip_protocol, paths)))) from None
     listed = dict(zip(copies, paths))
     for _, frame in tables.items(): frame["shard"] = frame.shard.cat.rename_categories(lambda copy: listed[copy])
     return tables

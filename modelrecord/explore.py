@@ -19,7 +19,7 @@ import pandas as pd
 from itables import JavascriptFunction
 from itables.widget import ITable
 
-from .formatting import count_text, plural, usd_column, usd_decimals, usd_text
+from .formatting import count_text, plural, shown_name, usd_column, usd_decimals, usd_text
 from .live import LiveTree, file_stamp
 from .panels import (_ATTEMPT_COLUMNS, _LEFT, _attempt_columns, _attempts_html, _loaded_html, _plot_html,
                                 _problems_html, _summary_html, refusal_html)
@@ -439,7 +439,7 @@ def _offer_filters(explorer: Explorer, keep: bool):
         widget.layout.display = None if column in attempts else "none"  # a column this tree lacks: no filter on it
         values = sorted(attempts[column].dropna().unique().astype(str)) if column in attempts else []
         chosen = widget.value if keep and widget.value in values else ALL
-        widget.options = [("all", ALL)] + [(value, value) for value in values]
+        widget.options = [("all", ALL)] + [(shown_name(value), value) for value in values]  # labels told apart
         widget.value = chosen
     if not keep: explorer.endings.value = ()
     if explorer.scores is not None:

@@ -35,7 +35,7 @@ from matplotlib.ticker import Formatter, FuncFormatter, LogLocator, MaxNLocator,
 from .record import (
     COST_COMPONENTS, ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_NO_TOOL_CALL, ENDED_OVER_BUDGET,
     ENDED_PROVIDER_ERROR, ENDED_SKIPPED, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES)
-from .formatting import count_text, plural, usd_column, usd_text
+from .formatting import count_text, plural, shown_name, usd_column, usd_text
 from .summary import costs, endings, latency, tokens
 from .tables import COST_COLUMNS, Tables
 
@@ -95,9 +95,9 @@ def _figure(ax: Optional[Axes], height: float = _HEIGHT) -> tuple:
 
 # %% ../nbs/10_plots.ipynb #bff385b4
 def _name(value) -> str:
-    "A group's value as a row label: wrapped before its `;options` when long, `(none)` when missing."
+    "A group's value as a row label (its `shown_name`): wrapped before its `;options` when long, `(none)` when missing."
     if pd.isna(value): return "(none)"
-    text = str(value)
+    text = shown_name(value)
     return text.replace(";", "\n;", 1) if len(text) > 24 and ";" in text else text
 
 # %% ../nbs/10_plots.ipynb #a75b7d19
@@ -118,7 +118,7 @@ def _rows(index: pd.Index) -> tuple:
 # %% ../nbs/10_plots.ipynb #99d20ee5
 def _y_axis(ax: Axes, ticks, labels, headers, title: str):
     "Label the rows, group headers in bold, the first row at the top."
-    ax.set_yticks(ticks, labels, fontsize=9)
+    ax.set_yticks(ticks, labels, fontsize=9, parse_math=False)
     for label, header in zip(ax.get_yticklabels(), headers):
         if header: label.set_fontweight("bold")
     if len(ticks): ax.set_ylim(max(ticks) + 0.7, min(ticks) - 0.7)
@@ -127,9 +127,11 @@ def _y_axis(ax: Axes, ticks, labels, headers, title: str):
 
 # %% ../nbs/10_plots.ipynb #45c8f708
 def _legend(ax: Axes, title: str, at: tuple = (1.01, 1), loc: str = "upper left", **options):
-    "A legend outside the plot, to the right of `ax`: its corner `loc` at `at` (in axes fractions)."
-    return ax.legend(title=title, loc=loc, bbox_to_anchor=at, frameon=False, fontsize=9,
-                     title_fontsize=9, alignment="left", **options)
+    "A legend outside the plot, to the right of `ax`: its corner `loc` at `at` (in axes fractions), its texts plain."
+    legend = ax.legend(title=title, loc=loc, bbox_to_anchor=at, frameon=False, fontsize=9,
+                       title_fontsize=9, alignment="left", **options)
+    for text in (legend.get_title(), *legend.get_texts()): text.set_parse_math(False)
+    return legend
 
 # %% ../nbs/10_plots.ipynb #0d62d580
 def _stacked(ax: Axes, y, frame: pd.DataFrame, columns, labels, colours, **style) -> np.ndarray:
@@ -474,7 +476,7 @@ def _spend_notes(tables: Tables, lines: pd.DataFrame, total: float, budget: floa
     notes = [_budget_note(total, budget)]
     unpriced = lines.cost.isna()
     if unpriced.any():
-        whose = ", ".join(sorted(map(str, lines.model[unpriced].dropna().unique())))
+        whose = ", ".join(sorted(map(shown_name, lines.model[unpriced].dropna().unique())))
         notes.append(f"{plural(int(unpriced.sum()), 'unpriced turn line')} not counted ({whose})")
     others = tables.turns.run_id.dropna().nunique() - 1
     if run is None and others: notes.append(f"the latest of {others + 1} runs in the selection; narrow it to one run "
@@ -500,7 +502,8 @@ def cumulative_cost(tables: Tables, # whole, narrowed by `where` or re-priced by
     "Spend through one run (`run`, default the latest), turn line by turn line, stacked by component, against budget."
     chosen, lines = _run_lines(tables, run)
     fig, ax = _figure(ax)
-    ax.set_title("Spend through a run" if chosen is None else f"Spend through run {chosen}", loc="left")
+    ax.set_title("Spend through a run" if chosen is None else f"Spend through run {shown_name(chosen)}", loc="left",
+                 parse_math=False)
     ax.set_xlabel("turn lines, in the order recorded")
     ax.set_ylabel("cost so far (USD)")
     if lines.empty:
@@ -601,7 +604,7 @@ def forest_plot(rates: pd.DataFrame, # a rates table: `numerator`, `denominator`
 # %% ../nbs/10_plots.ipynb #489fbf4f
 def _paired_title(comparison) -> str:
     "The title of a paired plot: the two models, then the mean paired difference, its interval and its test."
-    head = f"{comparison.a}  vs  {comparison.b}"
+    head = f"{shown_name(comparison.a)}  vs  {shown_name(comparison.b)}"
     if comparison.test is None: return head
     return (f"{head}\nmean difference {comparison.difference:+.2f} "
             f"[{comparison.low:+.2f}, {comparison.high:+.2f}], {comparison.test} p = {comparison.p_value:.2g}")
@@ -625,7 +628,7 @@ def paired_plot(comparison, # a `ModelComparison` from `modelrecord.compare.comp
     ax.hlines(y, shown.rate_a, shown.rate_b, color="#b0bec5", linewidth=2, zorder=1)
     for column, colour, name in (("rate_a", _PAIR_COLOURS[0], comparison.a), ("rate_b", _PAIR_COLOURS[1], comparison.b)):
         ax.scatter(shown[column], y, color=colour, s=30, label=_name(name), zorder=2)
-    _y_axis(ax, y, [f"{case} / {surface}" for case, surface in shown.index], [False] * len(shown),
+    _y_axis(ax, y, [f"{shown_name(case)} / {shown_name(surface)}" for case, surface in shown.index], [False] * len(shown),
             "item (case / surface)")
     ax.set_xlim(-0.05, 1.05)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -709,7 +712,7 @@ def cost_success_plot(spend: pd.DataFrame, # a `cost_success` table
     ax.set_ylim(min(0.0, float(priced.low.min())), 1.05)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     unpriced = spend.index[spend.cost_per_attempt.isna()]
-    if len(unpriced): ax.text(0.01, 0.02, "unpriced, not drawn: " + ", ".join(map(str, unpriced)),
+    if len(unpriced): ax.text(0.01, 0.02, "unpriced, not drawn: " + ", ".join(map(shown_name, unpriced)),
                               transform=ax.transAxes,
                               fontsize=8, color=_NOTE_COLOUR, parse_math=False)
     _legend(ax, "", (0.99, 0.1), "lower right")

@@ -1,5 +1,5 @@
 """The plots on every filter an explorer offers: they draw (never raise), agree with the summaries, keep no figure."""
-import os, subprocess, sys
+import io, os, subprocess, sys
 
 import matplotlib
 import numpy as np
@@ -164,6 +164,32 @@ def test_cumulative_cost_per_run(tables):
     latest = tables.runs.sort_values("started_at").run_id.iloc[-1]
     assert drawn(plots.cumulative_cost(tables)).axes[0].get_title(loc="left") == f"Spend through run {latest}"
     assert "no turn lines of run nope in this selection" in texts(drawn(plots.cumulative_cost(tables, run="nope")))
+
+
+MATHTEXT = r"price:$\undefined$"  # mathtext that cannot be parsed, were it parsed
+
+
+def _renamed(names: dict):
+    "The example tree's tables, a copy, with each model of `names` renamed to its value in every table."
+    fresh = load(example_tree(), cache=False)
+    for _, frame in fresh.items():
+        if "model" in frame.columns: frame["model"] = frame.model.cat.rename_categories(lambda m: names.get(m, m))
+    return fresh
+
+
+def test_a_model_named_with_mathtext_is_drawn_as_written():
+    "A `$` in a model's name is a dollar sign: every overview plot draws, and the name is written as it is."
+    renamed = _renamed({"fake:perfect": MATHTEXT, "openai:gpt-5": "$x$ dollars"})
+    for plot in PLOTS:
+        for split in ((None, "surface") if plot in (plots.tokens_by_model, plots.cost_by_model) else (None,)):
+            fig = plot(renamed) if split is None else plot(renamed, split=split)
+            fig.savefig(io.BytesIO(), format="png")  # drawn to pixels: where mathtext would be parsed
+            if plot is not plots.cumulative_cost:
+                labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+                assert {MATHTEXT, "$x$ dollars"} <= set(labels), (plot.__name__, labels)
+                assert not any(t.get_parse_math() for t in fig.axes[0].get_yticklabels())
+    unpriced = texts(plots.cumulative_cost(renamed.where(model=MATHTEXT)))
+    assert any(f"({MATHTEXT})" in text for text in unpriced), unpriced
 
 
 def test_into_given_axes(tables):
