@@ -1,3 +1,7 @@
+"""Answer keys: parsing a large JSON key with the duplicate-name hooks against msgspec, a huge step, and an alias bomb refused.
+
+    python bench/bench_key.py
+"""
 import json, time, msgspec, tempfile, os
 from modelrecord.key import load_key, _json_key
 cases = {f"MT-{i:05d}": {"steps": [{"action": "issue.delete", "args": [{"name": f"a{j}", "fact": "project_path", "required": True} for j in range(5)]} for _ in range(5)]} for i in range(4000)}
