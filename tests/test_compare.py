@@ -16,7 +16,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from modelrecord.cli import main
 from modelrecord.compare import (
-    MCNEMAR, NO_CHANGE, REGRESSION, SIGN_FLIP, VERDICTS, attempt_successes, compare_models, compare_runs, consistency,
+    MCNEMAR, NO_CHANGE, REGRESSION, SIGN_FLIP, SUCCESS_VERDICTS, attempt_successes, compare_models, compare_runs, consistency,
     cost_success, paired_test, pass_at_k, pass_at_k_estimate, pass_hat_k, pass_hat_k_estimate, rates, repeats,
     run_comparison_records, runs_of, verdict_success)
 from modelrecord.sample import EXAMPLE_RUNS, example_runs, write_tree
@@ -332,7 +332,7 @@ def test_a_completed_but_wrong_attempt_is_a_failure_with_a_key(scored_runs):
     wrong = completed_but_wrong(before)
     assert len(wrong) > 0
     assert attempt_successes(before.tables).success[wrong].all()  # without a key: a success
-    for verdict in VERDICTS:
+    for verdict in SUCCESS_VERDICTS:
         assert not attempt_successes(before, verdict=verdict).success[wrong].any(), verdict
         assert not verdict_success(before, verdict)[wrong].any()
     # the same through the key itself, and in the per-item counts the tests run on
