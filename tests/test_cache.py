@@ -16,13 +16,6 @@ from modelrecord.tables import TABLES, load
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    "A cache of this test's own."
-    monkeypatch.setenv("MODELRECORD_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-@pytest.fixture
 def tree(tmp_path):
     return write_tree(tmp_path / "tree", seed=5, attempts=120, shards_per_target=3)
 

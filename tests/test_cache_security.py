@@ -22,13 +22,6 @@ WARNING = "modelrecord: the load cache is not used"
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    "A cache root of this test's own, not made yet."
-    monkeypatch.setenv("MODELRECORD_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-@pytest.fixture
 def tree(tmp_path):
     return write_tree(tmp_path / "tree", seed=5, attempts=60, targets=("ce",), shards_per_target=2)
 
