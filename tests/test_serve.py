@@ -76,3 +76,22 @@ def test_allow_any_path_opens_the_page_up(trees):
     explorer.load(str(outside))  # read, and its bad line listed (the page salvages), as any tree the page may open
     assert "is outside" not in explorer.status.value and "is not a line type" in explorer.banner.value
     explorer.close()
+
+
+def test_the_served_example_is_scored_against_its_bundled_key(monkeypatch):
+    "`modelrecord explore` with no path and no --key serves the example scored by its key, as `score` uses it."
+    import modelrecord.serve
+    from modelrecord.cli import main
+    from modelrecord.sample import example_key
+    from modelrecord.serve import KEY_ENV, _voila_env
+    served = {}
+    monkeypatch.setattr(modelrecord.serve, "serve", lambda tree, **options: served.update(tree=tree, **options) or 0)
+    assert main(["explore"]) == 0
+    assert served["key"] == example_key()
+    environ = _voila_env(served["tree"], "token", False, served["key"])
+    explorer = page_explorer({PATH_ENV: environ[PATH_ENV], KEY_ENV: environ[KEY_ENV]})
+    explorer.show_tab("Score")
+    assert explorer.scores is not None and "No answer key" not in explorer.score_view.value
+    assert "Accepted first time" in explorer.score_view.value  # a score table, not the note
+    explorer.close()
+    assert main(["explore", str(example_tree())]) == 0 and served["key"] is None  # a tree named: no key guessed
