@@ -166,9 +166,49 @@ def _answers(port: int) -> bool:
         probe.settimeout(0.5)
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
+# %% ../nbs/14_serve.ipynb #e27a0002
+_STOP_ERRORS = ("zmq.error.ZMQError", "KeyboardInterrupt")  # what a kernel cut off by the stop raises on its way out
+
+# %% ../nbs/14_serve.ipynb #e27a0003
+def _quiet_stop(lines: list, # the lines the server wrote on stderr while it stopped
+               ) -> list:
+    "`lines` without the tracebacks ending in one of `_STOP_ERRORS`, nor the log line announcing each."
+    kept, block = [], []
+    for line in lines:
+        if line.startswith("Traceback (most recent call last):") and not block:
+            block = [kept.pop()] if kept and " ERROR | " in kept[-1] else []
+        if not block and not line.startswith("Traceback"): kept.append(line); continue
+        block.append(line)
+        if line[:1].isspace() or line.startswith(("Traceback", "During handling", "The above exception")) or not line.strip():
+            continue  # still inside the traceback
+        if not line.startswith(_STOP_ERRORS): kept += block
+        block = []
+    return kept + block
+
+# %% ../nbs/14_serve.ipynb #e27a0005
+class _Relay(threading.Thread):
+    "Copies `child`'s stderr to `err` as it comes; once `stopping` is set, holds it until `finish` writes it quietly."
+    def __init__(self, child: subprocess.Popen, # started with `stderr=subprocess.PIPE, text=True`
+                 err): # where the lines go (a text file)
+        super().__init__(daemon=True)
+        self.child, self.err, self.stopping, self.held = child, err, threading.Event(), []
+        self.start()
+
+    def run(self):
+        for line in self.child.stderr:
+            if self.stopping.is_set(): self.held.append(line)
+            else: self.err.write(line); self.err.flush()
+
+    def finish(self):
+        "Once the child has stopped: write what it said while stopping, without `_quiet_stop`'s tracebacks."
+        self.join(5)
+        held, self.held = self.held, []
+        self.err.write("".join(_quiet_stop(held))); self.err.flush()
+
 # %% ../nbs/14_serve.ipynb #ce6715de
-def _stop(child: subprocess.Popen, grace: float = 15.0):
+def _stop(child: subprocess.Popen, relay: Optional[_Relay] = None, grace: float = 15.0):
     "Ask `child` to stop (SIGTERM), wait for it, and kill it when it does not stop within `grace` seconds."
+    if relay is not None: relay.stopping.set()  # what the stop makes the kernels say is held from now on
     if child.poll() is not None: return
     child.terminate()
     try: child.wait(grace)
@@ -187,7 +227,7 @@ def _until_answered(child: subprocess.Popen, port: int) -> Optional[int]:
     return None
 
 # %% ../nbs/14_serve.ipynb #9a8b7c6d
-def _wait(child: subprocess.Popen, port: int, where: str, out) -> int:
+def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_Relay] = None) -> int:
     "Print `where` once `child` answers on `port`, then wait for it; Ctrl-C or SIGTERM stops it. The exit status."
     on_term, main = signal.getsignal(signal.SIGTERM), threading.current_thread() is threading.main_thread()
     def terminated(signum, frame): raise KeyboardInterrupt
@@ -198,11 +238,12 @@ def _wait(child: subprocess.Popen, port: int, where: str, out) -> int:
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
         return child.wait()
     except KeyboardInterrupt:
-        _stop(child)
+        _stop(child, relay)
         print("modelrecord explore: stopped", file=out, flush=True)
         return 0
     finally:
-        _stop(child)
+        _stop(child, relay)
+        if relay is not None: relay.finish()
         if main: signal.signal(signal.SIGTERM, on_term)
 
 # %% ../nbs/14_serve.ipynb #93f0fec0
@@ -225,5 +266,6 @@ def serve(path,  # the shard tree or shard file to show
     with tempfile.TemporaryDirectory(prefix="modelrecord-explore-") as private:
         _trust(served_notebook(), Path(private))
         child = subprocess.Popen(_voila_command(port, Path(private), idle_timeout, warm),
-                                 env=_voila_env(path, token, allow_any_path, key, cache), start_new_session=True)
-        return _wait(child, port, f"{path} at http://127.0.0.1:{port}/?token={token}", out)
+                                 env=_voila_env(path, token, allow_any_path, key, cache), start_new_session=True,
+                                 stderr=subprocess.PIPE, text=True, errors="replace")
+        return _wait(child, port, f"{path} at http://127.0.0.1:{port}/?token={token}", out, _Relay(child, sys.stderr))

@@ -2,6 +2,7 @@
 only the tree it was started on (the server itself, in a browser: tests/test_serve_browser.py)."""
 import shutil
 import socket
+import time
 
 import pytest
 
@@ -95,3 +96,20 @@ def test_the_served_example_is_scored_against_its_bundled_key(monkeypatch):
     assert "Accepted first time" in explorer.score_view.value  # a score table, not the note
     explorer.close()
     assert main(["explore", str(example_tree())]) == 0 and served["key"] is None  # a tree named: no key guessed
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_stopping_the_command_prints_no_traceback(tmp_path, stop):
+    "Ctrl-C or SIGTERM, once a page was viewed (its kernel busy), prints 'stopped' and no kernel's traceback."
+    import signal
+    import urllib.request
+    from processes import explore_server
+    with open(tmp_path / "stderr.log", "w") as log, explore_server(log) as (url, process, lines):
+        urllib.request.urlopen(url, timeout=180).read()  # a view: the warm kernel is handed out, another one starts
+        process.send_signal(getattr(signal, stop))
+        assert process.wait(60) == 0
+        time.sleep(0.5)  # the reader thread takes in the last lines
+        said = "".join(lines.queue)
+    err = (tmp_path / "stderr.log").read_text()
+    assert "Traceback" not in err and "ZMQError" not in err, err
+    assert "modelrecord explore: stopped" in said
