@@ -8,7 +8,7 @@ __all__ = []
 # %% ../nbs/13a_score_tab.ipynb #af9a5c5c
 import ipywidgets as widgets
 
-from .explore import Explorer, _fits, add_tab
+from .explore import Explorer, _cached, _fits, add_tab
 from .formatting import count_text
 from .panels import _table_html
 from .score import PUBLISHED, PUBLISHED_TITLES
@@ -49,8 +49,8 @@ def _draw_score(explorer: Explorer):
             '<code>Explorer(tree, key=KEY)</code> or <code>modelrecord explore TREE --key KEY</code>, '
             'to see how right each model was.</p>')
         return
-    explorer.score_view.value = _score_html(explorer.scores.of(explorer.filtered.attempts.index))
-
+    explorer.score_view.value = _cached(explorer, "Score",  # once per set of filters and load
+                                        lambda: _score_html(explorer.scores.of(explorer.filtered.attempts.index)))
 
 # %% ../nbs/13a_score_tab.ipynb #1dfb3562
 add_tab("Score", _score_tab, _draw_score)

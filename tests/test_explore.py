@@ -242,6 +242,58 @@ def test_a_tab_added_shows_in_explorers_made_after(tables):
         explorer.close()
 
 
+
+def counting(monkeypatch, module, name: str) -> list:
+    "Replace `module.name` by a function that does the same and counts its calls in the list returned."
+    calls, original = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    return calls
+
+
+@pytest.fixture
+def keyed(tables):
+    "An explorer of the example tree scored against its key, with a tab `Counted` that counts its draws."
+    import ipywidgets as widgets
+    from modelrecord.sample import example_key
+    counted = []
+    add_tab("Counted", lambda explorer: widgets.HTML("counted"), lambda explorer: counted.append(len(explorer.filtered.attempts)))
+    explorer = Explorer(key=example_key())
+    explorer.counted = counted
+    yield explorer
+    TABS[:] = [tab for tab in TABS if tab.title != "Counted"]
+    explorer.close()
+
+
+def test_a_filter_change_redraws_only_the_tab_in_view(keyed, monkeypatch):
+    import modelrecord.explore as explore
+    import modelrecord.score_tab as score_tab
+    grids, scores, summaries = (counting(monkeypatch, module, name) for module, name in
+                                ((explore, "_grid_data"), (score_tab, "_score_html"), (explore, "_summary_html")))
+    models = [value for _, value in keyed.model.options][1:3]
+    for model in models: keyed.model.value = model  # the Overview in view: only it is drawn
+    assert (len(summaries), grids, scores, keyed.counted) == (2, [], [], [])
+    keyed.show_tab("Counted")  # a hidden tab is drawn when it is opened, for the filters of now
+    keyed.model.value = models[0]
+    assert keyed.counted == [int((keyed.tables.attempts.model == model).sum()) for model in models[::-1]]
+    assert (len(summaries), grids, scores) == (2, [], [])
+
+
+@pytest.mark.parametrize("title, module, name", [("Overview", "explore", "_summary_html"),
+                                                 ("Attempts", "explore", "_grid_data"),
+                                                 ("Score", "score_tab", "_score_html")])
+def test_each_tab_is_drawn_once_per_set_of_filters_until_the_tree_reloads(keyed, monkeypatch, title, module, name):
+    import importlib
+    calls = counting(monkeypatch, importlib.import_module(f"modelrecord.{module}"), name)
+    keyed.show_tab(title)
+    drawn = getattr(keyed, {"Overview": "summary", "Attempts": "grid_label", "Score": "score_view"}[title]).value
+    models = [value for _, value in keyed.model.options][1:3]
+    for model in [*models, *models, ALL]: keyed.model.value = model  # each selection seen twice
+    assert len(calls) == 3 - (title == "Overview")  # all, and each model once (the Overview drew `all` at load)
+    assert getattr(keyed, {"Overview": "summary", "Attempts": "grid_label", "Score": "score_view"}[title]).value == drawn
+    keyed.load()  # a new load draws afresh
+    assert len(calls) == 4 - (title == "Overview")
+
+
 TAB_ORDER = ["Overview", "Attempts", "Conversation", "Score", "Compare"]
 
 
