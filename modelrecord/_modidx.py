@@ -312,6 +312,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                     'modelrecord.panels._summary_html': ('panels.html#_summary_html', 'modelrecord/panels.py'),
                                     'modelrecord.panels._summary_row': ('panels.html#_summary_row', 'modelrecord/panels.py'),
                                     'modelrecord.panels._table_html': ('panels.html#_table_html', 'modelrecord/panels.py'),
+                                    'modelrecord.panels._wide': ('panels.html#_wide', 'modelrecord/panels.py'),
                                     'modelrecord.panels.refusal_html': ('panels.html#refusal_html', 'modelrecord/panels.py')},
             'modelrecord.plots': { 'modelrecord.plots._BarPlot': ('plots.html#_barplot', 'modelrecord/plots.py'),
                                    'modelrecord.plots._Stack': ('plots.html#_stack', 'modelrecord/plots.py'),

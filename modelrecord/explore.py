@@ -181,7 +181,7 @@ def _ordered_tabs() -> list:
 def _dropdown(description: str) -> widgets.Dropdown:
     "A filter's dropdown, keeping everything until a value is chosen."
     return widgets.Dropdown(description=description, options=[("all", ALL)], value=ALL,
-                            style={"description_width": "4em"}, layout=widgets.Layout(width="17em"))
+                            style={"description_width": "initial"}, layout=widgets.Layout(width="17em"))
 
 # %% ../nbs/13_explore.ipynb #7748e63a
 def _fits(**more) -> widgets.Layout:

@@ -23,10 +23,10 @@ def _score_html(scores, # the verdicts of the attempts shown (`Scores.of` the fi
     if not len(table): return styled('<p class="mr-note">No scored attempt matches these filters.</p>')
     share = lambda row, name: fraction_text(*(int(row[f"{name}_{part}"]) for part in ("numerator", "denominator")),
                                             row[f"{name}_low"], row[f"{name}_high"])
-    rows = [[*map(str, index), count_text(row.attempts),
-             *(row.overhead if name == "overhead" else share(row, name) for name in PUBLISHED)]
+    rows = [[*map(str, index), *(row.overhead if name == "overhead" else share(row, name) for name in PUBLISHED),
+             count_text(row.attempts)]  # the verdicts first: what the tab is opened for
             for index, row in table.iterrows()]
-    head = [*table.index.names, "attempts", *(PUBLISHED_TITLES[name] for name in PUBLISHED)]
+    head = [*table.index.names, *(PUBLISHED_TITLES[name] for name in PUBLISHED), "attempts"]
     return _table_html(head, rows, "each share: numerator/denominator, [low-high] its 95% Wilson interval; attempts = "
                        "the verdicts counted (the others are counted apart, as the score table counts them).", left=2)
 

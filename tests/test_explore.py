@@ -684,7 +684,8 @@ def test_compare_this_tree_against_another(tmp_path):
     assert view.count(">regression</span>") == len(expected.regressions) == 1
     assert view.count('class="mr-p-value"') == len(expected.models)
     for model, row in expected.models.iterrows():
-        assert f'{html.escape(model)}</td><td>{row.before_successes:,}/{row.before_attempts:,}</td>' in view
+        assert f'{html.escape(model)}</td><td class="mr-l"><span' in view  # its verdict next to it
+        assert f'</td><td>{row.before_successes:,}/{row.before_attempts:,}</td>' in view
         assert f'<td class="mr-p-value">{p_text(row.p_value)}</td><td>{p_text(row.p_holm)}</td>' in view
     other = next(link for link in links(view) if link.startswith("other:"))
     explorer.compare_view.clicked = other
@@ -774,3 +775,28 @@ def test_an_explorer_without_the_cache_neither_reads_nor_writes_it(tmp_path, mon
     assert not (tmp_path / "cache").exists()
     Explorer(tree)
     assert (tmp_path / "cache").exists()
+
+
+def test_wide_tables_scroll_inside_themselves_answer_columns_first(tables):
+    "Each wide table is in a box that scrolls sideways with a visible scrollbar; the verdicts come first; labels whole."
+    import re
+    from modelrecord.compare import compare_runs
+    from modelrecord.compare_tab import _per_model_html
+    from modelrecord.sample import example_key, example_runs
+    from modelrecord.score import PUBLISHED, PUBLISHED_TITLES
+    explorer = Explorer(key=example_key())
+    explorer.show_tab("Score")
+    before, after = example_runs()
+    per_model = _per_model_html(compare_runs(load(before), load(after)))
+    heads = lambda page: re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    score_heads = heads(explorer.score_view.value)
+    assert score_heads == ["model", "surface", *(PUBLISHED_TITLES[name] for name in PUBLISHED), "attempts"]
+    assert heads(per_model)[:2] == ["model", "verdict"]
+    explorer.show_tab("Attempts")
+    for page in (explorer.summary.value, explorer.score_view.value, per_model):
+        assert '<div class="mr-scroll mr-wide"><table' in page
+        assert re.search(r"\.mr-wide\{[^}]*overflow-x:auto[^}]*scrollbar-color:[^;}]+", page)
+    assert explorer.outcome.style.description_width == "initial"  # "outcome" whole, not "outco..."
+    explorer.show_tab("Compare")
+    assert explorer.compare_mode.style.button_width == "auto"  # "this tree against another" whole
+    explorer.close()
