@@ -106,6 +106,7 @@ def test_stopping_the_command_prints_no_traceback(tmp_path, stop):
     from processes import explore_server
     with open(tmp_path / "stderr.log", "w") as log, explore_server(log) as (url, process, lines):
         urllib.request.urlopen(url, timeout=180).read()  # a view: the warm kernel is handed out, another one starts
+        time.sleep(5)  # the pool's next kernel is starting or running the page when the stop comes
         process.send_signal(getattr(signal, stop))
         assert process.wait(60) == 0
         time.sleep(0.5)  # the reader thread takes in the last lines
