@@ -21,8 +21,11 @@ from .tables import Tables
 from .transcript import WARN, ending_badge, escape, styled
 
 # %% ../nbs/12a_panels.ipynb #e27c0002
-_WIDE_STYLE = ("<style>.mr-wide{overflow-x:auto;max-width:100%;scrollbar-width:auto;scrollbar-color:#90a4ae #eceff1;"
-               "padding-bottom:2px}.mr-wide th{white-space:nowrap}</style>")  # a wide table's box: it scrolls, visibly
+_WIDE_STYLE = ("<style>.mr-wide{overflow-x:auto;max-width:100%;padding-bottom:2px}.mr-wide th{white-space:nowrap}"
+               ".mr-wide::-webkit-scrollbar{height:10px;width:10px}.mr-wide::-webkit-scrollbar-track{background:#eceff1}"
+               ".mr-wide::-webkit-scrollbar-thumb{background:#90a4ae;border-radius:5px}"
+               "@supports not selector(::-webkit-scrollbar){.mr-wide{scrollbar-color:#90a4ae #eceff1}}"
+               "</style>")  # a wide table's box: it scrolls, with a scrollbar always drawn (never an overlay)
 
 # %% ../nbs/12a_panels.ipynb #e27c0003
 def _wide(table: str) -> str:
