@@ -35,6 +35,9 @@ KEY_ENV = "MODELRECORD_EXPLORE_KEY"  # the answer key its verdicts are scored ag
 ANY_PATH_ENV = "MODELRECORD_EXPLORE_ANY_PATH"  # "1": the page's path box opens any path (`serve(allow_any_path=True)`)
 NO_CACHE_ENV = "MODELRECORD_EXPLORE_NO_CACHE"  # "1": the page reads around the load cache (`serve(cache=False)`)
 
+# %% ../nbs/14_serve.ipynb #e27d0001
+_READY_ENV = "MODELRECORD_EXPLORE_READY"  # a file the page's kernel makes once its explorer is drawn (`serve` waits for it)
+
 # %% ../nbs/14_serve.ipynb #7b720bec
 def _served(*parts) -> Path:
     "A file the package ships for the served page (under `data/explorer`)."
@@ -105,8 +108,10 @@ def page_explorer(environ=None,  # the environment `serve` set (default: `os.env
     environ = os.environ if environ is None else environ
     tree, key = environ.get(PATH_ENV) or None, environ.get(KEY_ENV) or None
     cache = environ.get(NO_CACHE_ENV) != "1"
-    if environ.get(ANY_PATH_ENV) == "1" or tree is None: return Explorer(tree, load=load, key=key, cache=cache)
-    return ConfinedExplorer(tree, load=load, key=key, cache=cache)
+    confined = environ.get(ANY_PATH_ENV) != "1" and tree is not None
+    explorer = (ConfinedExplorer if confined else Explorer)(tree, load=load, key=key, cache=cache)
+    if environ.get(_READY_ENV): Path(environ[_READY_ENV]).touch()  # drawn: `serve` may print the address now
+    return explorer
 
 # %% ../nbs/14_serve.ipynb #2c3d4e5f
 def _trust(notebook: Path, data_dir: Path):
@@ -217,9 +222,13 @@ def _stop(child: subprocess.Popen, relay: Optional[_Relay] = None, grace: float 
         child.wait()
 
 # %% ../nbs/14_serve.ipynb #25473966
-def _until_answered(child: subprocess.Popen, port: int) -> Optional[int]:
-    "Wait until `child` answers on `port` (None), or stops before it does (its exit status, said on stderr)."
-    while not _answers(port):
+def _until_answered(child: subprocess.Popen, port: int,
+                    drawn: Optional[Path] = None,  # a file the pre-warmed kernel makes once it drew the page
+                    patience: float = 300,  # seconds to wait for `drawn` before giving up on it
+                   ) -> Optional[int]:
+    "Wait until `child` answers on `port` and has drawn the page (None), or stops before (its exit status, on stderr)."
+    deadline = time.monotonic() + patience
+    while not (_answers(port) and (drawn is None or drawn.exists() or time.monotonic() > deadline)):
         if child.poll() is not None:
             print(f"modelrecord explore: voila stopped with status {child.returncode} before serving", file=sys.stderr)
             return child.returncode or 1
@@ -227,13 +236,14 @@ def _until_answered(child: subprocess.Popen, port: int) -> Optional[int]:
     return None
 
 # %% ../nbs/14_serve.ipynb #9a8b7c6d
-def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_Relay] = None) -> int:
+def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_Relay] = None,
+          drawn: Optional[Path] = None) -> int:
     "Print `where` once `child` answers on `port`, then wait for it; Ctrl-C or SIGTERM stops it. The exit status."
     on_term, main = signal.getsignal(signal.SIGTERM), threading.current_thread() is threading.main_thread()
     def terminated(signum, frame): raise KeyboardInterrupt
     if main: signal.signal(signal.SIGTERM, terminated)
     try:
-        stopped = _until_answered(child, port)
+        stopped = _until_answered(child, port, drawn)
         if stopped is not None: return stopped
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
         return child.wait()
@@ -265,7 +275,9 @@ def serve(path,  # the shard tree or shard file to show
         return 1
     with tempfile.TemporaryDirectory(prefix="modelrecord-explore-") as private:
         _trust(served_notebook(), Path(private))
-        child = subprocess.Popen(_voila_command(port, Path(private), idle_timeout, warm),
-                                 env=_voila_env(path, token, allow_any_path, key, cache), start_new_session=True,
-                                 stderr=subprocess.PIPE, text=True, errors="replace")
-        return _wait(child, port, f"{path} at http://127.0.0.1:{port}/?token={token}", out, _Relay(child, sys.stderr))
+        env, drawn = _voila_env(path, token, allow_any_path, key, cache), Path(private, "drawn") if warm else None
+        if drawn: env[_READY_ENV] = str(drawn)  # the address is printed once the pre-warmed kernel drew the page
+        child = subprocess.Popen(_voila_command(port, Path(private), idle_timeout, warm), env=env,
+                                 start_new_session=True, stderr=subprocess.PIPE, text=True, errors="replace")
+        return _wait(child, port, f"{path} at http://127.0.0.1:{port}/?token={token}", out, _Relay(child, sys.stderr),
+                     drawn)

@@ -114,3 +114,15 @@ def test_stopping_the_command_prints_no_traceback(tmp_path, stop):
     err = (tmp_path / "stderr.log").read_text()
     assert "Traceback" not in err and "ZMQError" not in err, err
     assert "modelrecord explore: stopped" in said
+
+
+def test_the_address_is_printed_once_the_page_is_drawn(tmp_path):
+    "Opened as soon as its address is printed, the page comes at once: the pre-warmed kernel has already drawn it."
+    import urllib.request
+    from processes import explore_server
+    with open(tmp_path / "stderr.log", "w") as log, explore_server(log, wait=300) as (url, _, _):
+        started = time.monotonic()
+        page = urllib.request.urlopen(url, timeout=180).read().decode()
+        waited = time.monotonic() - started
+    assert "modelrecord" in page
+    assert waited <= 5, f"the page took {waited:.1f} s after its address was printed"
