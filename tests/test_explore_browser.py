@@ -41,7 +41,7 @@ def server():
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     with open(ARTIFACTS / "explore-server.log", "w") as log, \
-         explore_server(log, str(example_tree()), "--port", str(port), wait=60) as (url, process, lines):
+         explore_server(log, str(example_tree()), "--port", str(port), wait=300) as (url, process, lines):
         assert urlsplit(url).hostname == "127.0.0.1" and urlsplit(url).port == port
         yield url, process, port, lines
 
@@ -184,7 +184,7 @@ def test_compare_tab_and_salvage_banner_in_chromium(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     errors = []
     with open(ARTIFACTS / "explore-compare-server.log", "w") as log, \
-         explore_server(log, str(tree), "--port", str(free_port()), wait=60) as (url, process, lines), sync_playwright() as playwright:
+         explore_server(log, str(tree), "--port", str(free_port()), wait=300) as (url, process, lines), sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
@@ -227,7 +227,7 @@ def test_wide_tables_scroll_visibly_answers_first_at_1400_px():
     "The served example (scored by its key): at 1400 px the Score table's verdicts show first, a wide table scrolls visibly."
     from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(exist_ok=True)
-    with open(ARTIFACTS / "explore-wide-server.log", "w") as log, explore_server(log, wait=90) as (url, _, _), \
+    with open(ARTIFACTS / "explore-wide-server.log", "w") as log, explore_server(log, wait=300) as (url, _, _), \
          sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS,
                                              ignore_default_args=["--hide-scrollbars"])  # scrollbars drawn, as on screen

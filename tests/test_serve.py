@@ -104,7 +104,7 @@ def test_stopping_the_command_prints_no_traceback(tmp_path, stop):
     import signal
     import urllib.request
     from processes import explore_server
-    with open(tmp_path / "stderr.log", "w") as log, explore_server(log) as (url, process, lines):
+    with open(tmp_path / "stderr.log", "w") as log, explore_server(log, wait=300) as (url, process, lines):
         urllib.request.urlopen(url, timeout=180).read()  # a view: the warm kernel is handed out, another one starts
         time.sleep(5)  # the pool's next kernel is starting or running the page when the stop comes
         process.send_signal(getattr(signal, stop))
