@@ -5,8 +5,8 @@
 Serves each tree with `modelrecord explore` (a fresh Voila, one kernel kept pre-warmed) and drives
 Debian's Chromium (`/usr/bin/chromium`) through Playwright:
 - navigation -> summary visible: from `page.goto` to the Overview's summary table on screen.
-  "first view" is the page opened as soon as the server prints its address: it waits for the
-  pre-warmed kernel to start, import, read the tree and draw (kernel start included). "warm view"
+  "first view" is the page opened as soon as the server prints its address, which it prints once
+  the pre-warmed kernel has imported, read the tree and drawn the page (issue 27). "warm view"
   is the page opened once the server's processes went quiet (the pre-warmed kernel is waiting for a
   view), and again after each refill (`--repeat` views): what a person who opens the address gets.
 - filter click -> attempts table updated: with the Attempts tab in view, from choosing a model in
@@ -95,7 +95,7 @@ def in_browser(tree: Path, repeat: int) -> dict:
     attempts = load(tree, progress=False).attempts
     models = sorted(attempts.model.astype(str).unique())
     found = {"first": [], "warm": [], "filter": [], "filter wall": [], "row": [], "row wall": []}
-    with open(os.devnull, "w") as log, explore_server(log, str(tree), wait=120) as (url, process, _), \
+    with open(os.devnull, "w") as log, explore_server(log, str(tree), wait=300) as (url, process, _), \
          sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:

@@ -352,6 +352,9 @@ def explore_command(args) -> int:
     from modelrecord.serve import serve
     from modelrecord.reader import shard_paths
     tree = _tree(args.path)
+    if not args.path:
+        from modelrecord.sample import example_key
+        args.key = args.key or example_key()  # the example is scored against its own key, as `score` does
     try:
         shard_paths(tree)
         if args.key:

@@ -20,7 +20,7 @@ from .explore import (Explorer, _conditions, _errors, _fits, _hushed, _read_cach
                                  add_tab)
 from .formatting import count_text, plural
 from .live import LiveTree
-from .panels import _problems_html, refusal_html
+from .panels import _problems_html, _wide, refusal_html
 from .score import score
 from .transcript import BAD, GOOD, badge, conversation_html, escape, styled
 
@@ -130,10 +130,10 @@ def _disagreements_html(comparison: ModelComparison, rows: pd.DataFrame) -> str:
     return (f'<h4>Where they disagree: {plural(len(differ), "item")} of {count_text(len(c.items))}, '
             'most discordant first</h4>'
             + _cut(len(differ))
-            + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">case</th>'
-               '<th class="mr-l">surface</th><th>A</th><th>B</th><th>A &minus; B</th>'
-               '<th class="mr-l">A\'s conversations</th><th class="mr-l">B\'s conversations</th></tr>'
-               f'{body}</table></div>' if len(differ) else '<p class="mr-note">They agree on every item.</p>'))
+            + (_wide('<table class="mr-grid mr-disagreements"><tr><th class="mr-l">case</th>'
+                     '<th class="mr-l">surface</th><th>A</th><th>B</th><th>A &minus; B</th>'
+                     '<th class="mr-l">A\'s conversations</th><th class="mr-l">B\'s conversations</th></tr>'
+                     f'{body}</table>') if len(differ) else '<p class="mr-note">They agree on every item.</p>'))
 
 # %% ../nbs/13b_compare_tab.ipynb #a0bcf398
 def _models_html(comparison: ModelComparison,  # `compare_models` of the filtered attempts
@@ -149,19 +149,18 @@ def _models_html(comparison: ModelComparison,  # `compare_models` of the filtere
 
 # %% ../nbs/13b_compare_tab.ipynb #86e260d3
 def _per_model_html(comparison: RunComparison) -> str:
-    "Per model, before and after: the paired change with its interval, the test, p, Holm's p and the verdict."
+    "Per model, before and after: the paired change with its interval, the test, p, Holm's p; the verdict first."
     rows = "".join(f'<tr><td class="mr-l">{escape(model)}</td>'
+                   f'<td class="mr-l">{badge(row.verdict, plots.CHANGE_COLOURS[row.verdict])}</td>'
                    f'<td>{_ratio(row.before_successes, row.before_attempts)}</td>'
                    f'<td>{_ratio(row.after_successes, row.after_attempts)}</td><td>{count_text(row["items"])}</td>'
                    f'<td>{_points(row.difference)}</td><td>[{_points(row.low)}, {_points(row.high)}]</td>'
                    f'<td class="mr-l">{escape(row.test)}</td><td class="mr-p-value">{_p_text(row.p_value)}</td>'
-                   f'<td>{_p_text(row.p_holm)}</td>'
-                   f'<td class="mr-l">{badge(row.verdict, plots.CHANGE_COLOURS[row.verdict])}</td></tr>'
+                   f'<td>{_p_text(row.p_holm)}</td></tr>'
                    for model, row in comparison.models.iterrows())
-    return ('<div class="mr-scroll"><table class="mr-grid mr-paired"><tr><th class="mr-l">model</th>'
-            '<th>before</th><th>after</th><th>items</th><th>change (points)</th><th>95% interval</th>'
-            '<th class="mr-l">test</th><th>p</th><th>Holm p</th>'
-            f'<th class="mr-l">verdict</th></tr>{rows}</table></div>')
+    return _wide('<table class="mr-grid mr-paired"><tr><th class="mr-l">model</th><th class="mr-l">verdict</th>'
+                 '<th>before</th><th>after</th><th>items</th><th>change (points)</th><th>95% interval</th>'
+                 f'<th class="mr-l">test</th><th>p</th><th>Holm p</th></tr>{rows}</table>')
 
 # %% ../nbs/13b_compare_tab.ipynb #dd207056
 def _changed_items(items: pd.DataFrame) -> pd.DataFrame:
@@ -185,10 +184,10 @@ def _changes_html(comparison: RunComparison, before: pd.DataFrame, after: pd.Dat
     return (f'<h4>Where they differ: {plural(len(changed), "item")} of {count_text(len(items))}, '
             'most changed first</h4>'
             + _cut(len(changed))
-            + ('<div class="mr-scroll"><table class="mr-grid mr-disagreements"><tr><th class="mr-l">model</th>'
-               '<th class="mr-l">case</th><th class="mr-l">surface</th><th>before</th><th>after</th><th>change</th>'
-               '<th class="mr-l">before: conversations</th>'
-               f'<th class="mr-l">after: conversations</th></tr>{body}</table></div>' if len(changed) else
+            + (_wide('<table class="mr-grid mr-disagreements"><tr><th class="mr-l">model</th>'
+                     '<th class="mr-l">case</th><th class="mr-l">surface</th><th>before</th><th>after</th><th>change</th>'
+                     '<th class="mr-l">before: conversations</th>'
+                     f'<th class="mr-l">after: conversations</th></tr>{body}</table>') if len(changed) else
                '<p class="mr-note">Every paired item has the same rate in both.</p>'))
 
 # %% ../nbs/13b_compare_tab.ipynb #9f8c0f65
@@ -215,7 +214,7 @@ def _compare_widgets(explorer: Explorer):
     self = explorer
     self.compare_mode = widgets.ToggleButtons(options=[("two models", "models"),
                                                        ("this tree against another", "trees")],
-                                              value="models", style={"button_width": "13em"})
+                                              value="models", style={"button_width": "auto"})  # each label whole
     self.compare_a, self.compare_b = (widgets.Dropdown(description=side, style={"description_width": "1.5em"},
                                                        layout=widgets.Layout(width="24em", max_width="100%"))
                                       for side in "AB")

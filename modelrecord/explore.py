@@ -181,7 +181,7 @@ def _ordered_tabs() -> list:
 def _dropdown(description: str) -> widgets.Dropdown:
     "A filter's dropdown, keeping everything until a value is chosen."
     return widgets.Dropdown(description=description, options=[("all", ALL)], value=ALL,
-                            style={"description_width": "4em"}, layout=widgets.Layout(width="17em"))
+                            style={"description_width": "initial"}, layout=widgets.Layout(width="17em"))
 
 # %% ../nbs/13_explore.ipynb #7748e63a
 def _fits(**more) -> widgets.Layout:
@@ -278,7 +278,7 @@ def _overview(explorer: Explorer) -> widgets.Widget:
 # %% ../nbs/13_explore.ipynb #c212588e
 def _draw_overview(explorer: Explorer):
     "Draw the summary and the plots of `explorer.filtered` (once per set of filters and load)."
-    summary_html, images = _drawn(explorer, _conditions(explorer))
+    summary_html, images = _drawn(explorer)
     explorer.summary.value = summary_html
     for name, view in explorer.plots.items(): view.value = images[name]
 
@@ -287,12 +287,17 @@ def _attempts_tab(explorer: Explorer) -> widgets.Widget:
     "The Attempts tab: how many attempts the filters keep, and their grid."
     return widgets.VBox([explorer.grid_label, explorer.grid], layout=_fits())
 
+# %% ../nbs/13_explore.ipynb #e27b0002
+def _grid_rows(explorer: Explorer) -> tuple:
+    "`(shown, frame, column_defs)`: the filtered attempts' totals (with their verdicts), and the grid's data of them."
+    shown = _with_verdicts(explorer, attempt_totals(explorer.filtered).join(explorer.filtered.attempts.shard))
+    return (shown, *_grid_data(shown))
+
 # %% ../nbs/13_explore.ipynb #03bbb847
 def _draw_attempts(explorer: Explorer):
     "Show the filtered attempts in the grid, the one opened selected."
     self = explorer
-    self.shown = _with_verdicts(self, attempt_totals(self.filtered).join(self.filtered.attempts.shard))
-    frame, column_defs = _grid_data(self.shown)
+    self.shown, frame, column_defs = _cached(self, "Attempts", lambda: _grid_rows(self))
     selected = [int(np.flatnonzero(self.shown.index == self.opened)[0])] if self.opened in self.shown.index else []
     with _hushed(self): self.grid.update(frame, columnDefs=column_defs, selected_rows=selected, **_GRID_OPTIONS)
     self.grid_label.value = styled(f"{plural(len(frame), 'attempt')} · click a column to sort, "
@@ -464,14 +469,22 @@ def _with_verdicts(explorer: Explorer, totals: pd.DataFrame) -> pd.DataFrame:
     if explorer.scores is None: return totals
     return totals.join(explorer.scores.attempts[["outcome", "clean"]])
 
-# %% ../nbs/13_explore.ipynb #f8d2e180
-def _drawn(explorer: Explorer, conditions: dict) -> tuple:
-    "The summary and the plots of `explorer.filtered`, drawn once per set of `conditions` and load."
-    key, drawings, filtered = repr(sorted(conditions.items())), explorer._drawings, explorer.filtered
+# %% ../nbs/13_explore.ipynb #e27b0001
+def _cached(explorer: Explorer, title: str, # the tab whose drawing it is
+            make: Callable) -> object: # make() -> what the tab draws for `explorer.filtered`
+    "What `make()` returns, made once per tab, set of filters and load (the 64 latest kept)."
+    key, drawings = (title, repr(sorted(_conditions(explorer).items()))), explorer._drawings
     if key not in drawings:
-        if len(drawings) >= 32: drawings.pop(next(iter(drawings)))
-        drawings[key] = (_summary_html(filtered), {name: _plot_html(name, filtered) for name in PLOTS})
+        if len(drawings) >= 64: drawings.pop(next(iter(drawings)))
+        drawings[key] = make()
     return drawings[key]
+
+# %% ../nbs/13_explore.ipynb #f8d2e180
+def _drawn(explorer: Explorer) -> tuple:
+    "The summary and the plots of `explorer.filtered`, drawn once per set of filters and load."
+    filtered = explorer.filtered
+    return _cached(explorer, "Overview",
+                   lambda: (_summary_html(filtered), {name: _plot_html(name, filtered) for name in PLOTS}))
 
 # %% ../nbs/13_explore.ipynb #96ba03d5
 def _narrow(explorer: Explorer):
@@ -564,7 +577,7 @@ def _close(explorer: Explorer):
 def _static_html(explorer: Explorer, rows: int = 10) -> str:
     "The explorer as one static piece of HTML: status, summary, plots and its first `rows` attempts."
     if explorer.filtered is None: return explorer.status.value
-    summary_html, images = _drawn(explorer, _conditions(explorer))
+    summary_html, images = _drawn(explorer)
     totals = attempt_totals(explorer.filtered).join(explorer.filtered.attempts.shard)
     head = styled(f"<h4>Attempts</h4><p class='mr-meta'>The first {plural(min(rows, len(totals)), 'attempt')} of "
                   f"{count_text(len(totals))}; run the notebook to sort, search and open them.</p>")

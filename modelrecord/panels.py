@@ -20,6 +20,18 @@ from .summary import fraction_text, summary
 from .tables import Tables
 from .transcript import WARN, ending_badge, escape, styled
 
+# %% ../nbs/12a_panels.ipynb #e27c0002
+_WIDE_STYLE = ("<style>.mr-wide{overflow-x:auto;max-width:100%;padding-bottom:2px}.mr-wide th{white-space:nowrap}"
+               ".mr-wide::-webkit-scrollbar{height:10px;width:10px}.mr-wide::-webkit-scrollbar-track{background:#eceff1}"
+               ".mr-wide::-webkit-scrollbar-thumb{background:#90a4ae;border-radius:5px}"
+               "@supports not selector(::-webkit-scrollbar){.mr-wide{scrollbar-color:#90a4ae #eceff1}}"
+               "</style>")  # a wide table's box: it scrolls, with a scrollbar always drawn (never an overlay)
+
+# %% ../nbs/12a_panels.ipynb #e27c0003
+def _wide(table: str) -> str:
+    "The HTML `table` in a box that scrolls sideways, with a visible scrollbar, when it is wider than its tab."
+    return f'{_WIDE_STYLE}<div class="mr-scroll mr-wide">{table}</div>'
+
 # %% ../nbs/12a_panels.ipynb #79450395
 def _table_html(head: list, # the column titles
                 rows: list, # each row a list of texts, one per column
@@ -30,9 +42,8 @@ def _table_html(head: list, # the column titles
     cell = lambda tag, i, text: f'<{tag}{" class=mr-l" if i < left else ""}>{escape(text)}</{tag}>'
     header = "".join(cell("th", i, title) for i, title in enumerate(head))
     body = "".join("<tr>" + "".join(cell("td", i, text) for i, text in enumerate(row)) + "</tr>" for row in rows)
-    return styled(f'<div class="mr-scroll"><table class="mr-grid"><tr>{header}</tr>{body}</table></div>'
-                  f'<div class="mr-meta">{note}</div>')
-
+    return styled(_wide(f'<table class="mr-grid"><tr>{header}</tr>{body}</table>')
+                  + f'<div class="mr-meta">{note}</div>')
 
 # %% ../nbs/12a_panels.ipynb #b4c8d2f1
 def _summary_row(model: str, row, cost: str) -> list:
@@ -98,7 +109,7 @@ def _attempts_html(rows: pd.DataFrame,  # rows of `attempt_totals`, with `shard`
     body = "".join(f"<tr><td>{count_text(number)}</td>"
                    + "".join(_attempt_cell(head, name, getattr(row, name), decimals) for head, name in columns) + "</tr>"
                    for number, row in enumerate(rows.itertuples(index=False), first))
-    return styled(f'<div class="mr-scroll"><table class="mr-grid"><tr>{header}</tr>{body}</table></div>')
+    return styled(_wide(f'<table class="mr-grid"><tr>{header}</tr>{body}</table>'))
 
 # %% ../nbs/12a_panels.ipynb #64c7b2b5
 def _shown_path(path) -> str:

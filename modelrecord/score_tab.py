@@ -8,7 +8,7 @@ __all__ = []
 # %% ../nbs/13a_score_tab.ipynb #af9a5c5c
 import ipywidgets as widgets
 
-from .explore import Explorer, _fits, add_tab
+from .explore import Explorer, _cached, _fits, add_tab
 from .formatting import count_text
 from .panels import _table_html
 from .score import PUBLISHED, PUBLISHED_TITLES
@@ -23,10 +23,10 @@ def _score_html(scores, # the verdicts of the attempts shown (`Scores.of` the fi
     if not len(table): return styled('<p class="mr-note">No scored attempt matches these filters.</p>')
     share = lambda row, name: fraction_text(*(int(row[f"{name}_{part}"]) for part in ("numerator", "denominator")),
                                             row[f"{name}_low"], row[f"{name}_high"])
-    rows = [[*map(str, index), count_text(row.attempts),
-             *(row.overhead if name == "overhead" else share(row, name) for name in PUBLISHED)]
+    rows = [[*map(str, index), *(row.overhead if name == "overhead" else share(row, name) for name in PUBLISHED),
+             count_text(row.attempts)]  # the verdicts first: what the tab is opened for
             for index, row in table.iterrows()]
-    head = [*table.index.names, "attempts", *(PUBLISHED_TITLES[name] for name in PUBLISHED)]
+    head = [*table.index.names, *(PUBLISHED_TITLES[name] for name in PUBLISHED), "attempts"]
     return _table_html(head, rows, "each share: numerator/denominator, [low-high] its 95% Wilson interval; attempts = "
                        "the verdicts counted (the others are counted apart, as the score table counts them).", left=2)
 
@@ -49,8 +49,8 @@ def _draw_score(explorer: Explorer):
             '<code>Explorer(tree, key=KEY)</code> or <code>modelrecord explore TREE --key KEY</code>, '
             'to see how right each model was.</p>')
         return
-    explorer.score_view.value = _score_html(explorer.scores.of(explorer.filtered.attempts.index))
-
+    explorer.score_view.value = _cached(explorer, "Score",  # once per set of filters and load
+                                        lambda: _score_html(explorer.scores.of(explorer.filtered.attempts.index)))
 
 # %% ../nbs/13a_score_tab.ipynb #1dfb3562
 add_tab("Score", _score_tab, _draw_score)

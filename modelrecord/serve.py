@@ -35,6 +35,9 @@ KEY_ENV = "MODELRECORD_EXPLORE_KEY"  # the answer key its verdicts are scored ag
 ANY_PATH_ENV = "MODELRECORD_EXPLORE_ANY_PATH"  # "1": the page's path box opens any path (`serve(allow_any_path=True)`)
 NO_CACHE_ENV = "MODELRECORD_EXPLORE_NO_CACHE"  # "1": the page reads around the load cache (`serve(cache=False)`)
 
+# %% ../nbs/14_serve.ipynb #e27d0001
+_READY_ENV = "MODELRECORD_EXPLORE_READY"  # a file the page's kernel makes once its explorer is drawn (`serve` waits for it)
+
 # %% ../nbs/14_serve.ipynb #7b720bec
 def _served(*parts) -> Path:
     "A file the package ships for the served page (under `data/explorer`)."
@@ -105,8 +108,10 @@ def page_explorer(environ=None,  # the environment `serve` set (default: `os.env
     environ = os.environ if environ is None else environ
     tree, key = environ.get(PATH_ENV) or None, environ.get(KEY_ENV) or None
     cache = environ.get(NO_CACHE_ENV) != "1"
-    if environ.get(ANY_PATH_ENV) == "1" or tree is None: return Explorer(tree, load=load, key=key, cache=cache)
-    return ConfinedExplorer(tree, load=load, key=key, cache=cache)
+    confined = environ.get(ANY_PATH_ENV) != "1" and tree is not None
+    explorer = (ConfinedExplorer if confined else Explorer)(tree, load=load, key=key, cache=cache)
+    if environ.get(_READY_ENV): Path(environ[_READY_ENV]).touch()  # drawn: `serve` may print the address now
+    return explorer
 
 # %% ../nbs/14_serve.ipynb #2c3d4e5f
 def _trust(notebook: Path, data_dir: Path):
@@ -166,9 +171,49 @@ def _answers(port: int) -> bool:
         probe.settimeout(0.5)
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
+# %% ../nbs/14_serve.ipynb #e27a0002
+_STOP_ERRORS = ("zmq.error.ZMQError", "KeyboardInterrupt")  # what a kernel cut off by the stop raises on its way out
+
+# %% ../nbs/14_serve.ipynb #e27a0003
+def _quiet_stop(lines: list, # the lines the server wrote on stderr while it stopped
+               ) -> list:
+    "`lines` without the tracebacks ending in one of `_STOP_ERRORS`, nor the log line announcing each."
+    kept, block = [], []
+    for line in lines:
+        if line.startswith("Traceback (most recent call last):") and not block:
+            block = [kept.pop()] if kept and " ERROR | " in kept[-1] else []
+        if not block and not line.startswith("Traceback"): kept.append(line); continue
+        block.append(line)
+        if line[:1].isspace() or line.startswith(("Traceback", "During handling", "The above exception")) or not line.strip():
+            continue  # still inside the traceback
+        if not line.startswith(_STOP_ERRORS): kept += block
+        block = []
+    return kept + block
+
+# %% ../nbs/14_serve.ipynb #e27a0005
+class _Relay(threading.Thread):
+    "Copies `child`'s stderr to `err` as it comes; once `stopping` is set, holds it until `finish` writes it quietly."
+    def __init__(self, child: subprocess.Popen, # started with `stderr=subprocess.PIPE, text=True`
+                 err): # where the lines go (a text file)
+        super().__init__(daemon=True)
+        self.child, self.err, self.stopping, self.held = child, err, threading.Event(), []
+        self.start()
+
+    def run(self):
+        for line in self.child.stderr:
+            if self.stopping.is_set(): self.held.append(line)
+            else: self.err.write(line); self.err.flush()
+
+    def finish(self):
+        "Once the child has stopped: write what it said while stopping, without `_quiet_stop`'s tracebacks."
+        self.join(5)
+        held, self.held = self.held, []
+        self.err.write("".join(_quiet_stop(held))); self.err.flush()
+
 # %% ../nbs/14_serve.ipynb #ce6715de
-def _stop(child: subprocess.Popen, grace: float = 15.0):
+def _stop(child: subprocess.Popen, relay: Optional[_Relay] = None, grace: float = 15.0):
     "Ask `child` to stop (SIGTERM), wait for it, and kill it when it does not stop within `grace` seconds."
+    if relay is not None: relay.stopping.set()  # what the stop makes the kernels say is held from now on
     if child.poll() is not None: return
     child.terminate()
     try: child.wait(grace)
@@ -177,9 +222,13 @@ def _stop(child: subprocess.Popen, grace: float = 15.0):
         child.wait()
 
 # %% ../nbs/14_serve.ipynb #25473966
-def _until_answered(child: subprocess.Popen, port: int) -> Optional[int]:
-    "Wait until `child` answers on `port` (None), or stops before it does (its exit status, said on stderr)."
-    while not _answers(port):
+def _until_answered(child: subprocess.Popen, port: int,
+                    drawn: Optional[Path] = None,  # a file the pre-warmed kernel makes once it drew the page
+                    patience: float = 300,  # seconds to wait for `drawn` before giving up on it
+                   ) -> Optional[int]:
+    "Wait until `child` answers on `port` and has drawn the page (None), or stops before (its exit status, on stderr)."
+    deadline = time.monotonic() + patience
+    while not (_answers(port) and (drawn is None or drawn.exists() or time.monotonic() > deadline)):
         if child.poll() is not None:
             print(f"modelrecord explore: voila stopped with status {child.returncode} before serving", file=sys.stderr)
             return child.returncode or 1
@@ -187,22 +236,24 @@ def _until_answered(child: subprocess.Popen, port: int) -> Optional[int]:
     return None
 
 # %% ../nbs/14_serve.ipynb #9a8b7c6d
-def _wait(child: subprocess.Popen, port: int, where: str, out) -> int:
+def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_Relay] = None,
+          drawn: Optional[Path] = None) -> int:
     "Print `where` once `child` answers on `port`, then wait for it; Ctrl-C or SIGTERM stops it. The exit status."
     on_term, main = signal.getsignal(signal.SIGTERM), threading.current_thread() is threading.main_thread()
     def terminated(signum, frame): raise KeyboardInterrupt
     if main: signal.signal(signal.SIGTERM, terminated)
     try:
-        stopped = _until_answered(child, port)
+        stopped = _until_answered(child, port, drawn)
         if stopped is not None: return stopped
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
         return child.wait()
     except KeyboardInterrupt:
-        _stop(child)
+        _stop(child, relay)
         print("modelrecord explore: stopped", file=out, flush=True)
         return 0
     finally:
-        _stop(child)
+        _stop(child, relay)
+        if relay is not None: relay.finish()
         if main: signal.signal(signal.SIGTERM, on_term)
 
 # %% ../nbs/14_serve.ipynb #93f0fec0
@@ -224,6 +275,9 @@ def serve(path,  # the shard tree or shard file to show
         return 1
     with tempfile.TemporaryDirectory(prefix="modelrecord-explore-") as private:
         _trust(served_notebook(), Path(private))
-        child = subprocess.Popen(_voila_command(port, Path(private), idle_timeout, warm),
-                                 env=_voila_env(path, token, allow_any_path, key, cache), start_new_session=True)
-        return _wait(child, port, f"{path} at http://127.0.0.1:{port}/?token={token}", out)
+        env, drawn = _voila_env(path, token, allow_any_path, key, cache), Path(private, "drawn") if warm else None
+        if drawn: env[_READY_ENV] = str(drawn)  # the address is printed once the pre-warmed kernel drew the page
+        child = subprocess.Popen(_voila_command(port, Path(private), idle_timeout, warm), env=env,
+                                 start_new_session=True, stderr=subprocess.PIPE, text=True, errors="replace")
+        return _wait(child, port, f"{path} at http://127.0.0.1:{port}/?token={token}", out, _Relay(child, sys.stderr),
+                     drawn)

@@ -242,6 +242,58 @@ def test_a_tab_added_shows_in_explorers_made_after(tables):
         explorer.close()
 
 
+
+def counting(monkeypatch, module, name: str) -> list:
+    "Replace `module.name` by a function that does the same and counts its calls in the list returned."
+    calls, original = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    return calls
+
+
+@pytest.fixture
+def keyed(tables):
+    "An explorer of the example tree scored against its key, with a tab `Counted` that counts its draws."
+    import ipywidgets as widgets
+    from modelrecord.sample import example_key
+    counted = []
+    add_tab("Counted", lambda explorer: widgets.HTML("counted"), lambda explorer: counted.append(len(explorer.filtered.attempts)))
+    explorer = Explorer(key=example_key())
+    explorer.counted = counted
+    yield explorer
+    TABS[:] = [tab for tab in TABS if tab.title != "Counted"]
+    explorer.close()
+
+
+def test_a_filter_change_redraws_only_the_tab_in_view(keyed, monkeypatch):
+    import modelrecord.explore as explore
+    import modelrecord.score_tab as score_tab
+    grids, scores, summaries = (counting(monkeypatch, module, name) for module, name in
+                                ((explore, "_grid_data"), (score_tab, "_score_html"), (explore, "_summary_html")))
+    models = [value for _, value in keyed.model.options][1:3]
+    for model in models: keyed.model.value = model  # the Overview in view: only it is drawn
+    assert (len(summaries), grids, scores, keyed.counted) == (2, [], [], [])
+    keyed.show_tab("Counted")  # a hidden tab is drawn when it is opened, for the filters of now
+    keyed.model.value = models[0]
+    assert keyed.counted == [int((keyed.tables.attempts.model == model).sum()) for model in models[::-1]]
+    assert (len(summaries), grids, scores) == (2, [], [])
+
+
+@pytest.mark.parametrize("title, module, name", [("Overview", "explore", "_summary_html"),
+                                                 ("Attempts", "explore", "_grid_data"),
+                                                 ("Score", "score_tab", "_score_html")])
+def test_each_tab_is_drawn_once_per_set_of_filters_until_the_tree_reloads(keyed, monkeypatch, title, module, name):
+    import importlib
+    calls = counting(monkeypatch, importlib.import_module(f"modelrecord.{module}"), name)
+    keyed.show_tab(title)
+    drawn = getattr(keyed, {"Overview": "summary", "Attempts": "grid_label", "Score": "score_view"}[title]).value
+    models = [value for _, value in keyed.model.options][1:3]
+    for model in [*models, *models, ALL]: keyed.model.value = model  # each selection seen twice
+    assert len(calls) == 3 - (title == "Overview")  # all, and each model once (the Overview drew `all` at load)
+    assert getattr(keyed, {"Overview": "summary", "Attempts": "grid_label", "Score": "score_view"}[title]).value == drawn
+    keyed.load()  # a new load draws afresh
+    assert len(calls) == 4 - (title == "Overview")
+
+
 TAB_ORDER = ["Overview", "Attempts", "Conversation", "Score", "Compare"]
 
 
@@ -632,7 +684,8 @@ def test_compare_this_tree_against_another(tmp_path):
     assert view.count(">regression</span>") == len(expected.regressions) == 1
     assert view.count('class="mr-p-value"') == len(expected.models)
     for model, row in expected.models.iterrows():
-        assert f'{html.escape(model)}</td><td>{row.before_successes:,}/{row.before_attempts:,}</td>' in view
+        assert f'{html.escape(model)}</td><td class="mr-l"><span' in view  # its verdict next to it
+        assert f'</td><td>{row.before_successes:,}/{row.before_attempts:,}</td>' in view
         assert f'<td class="mr-p-value">{p_text(row.p_value)}</td><td>{p_text(row.p_holm)}</td>' in view
     other = next(link for link in links(view) if link.startswith("other:"))
     explorer.compare_view.clicked = other
@@ -722,3 +775,28 @@ def test_an_explorer_without_the_cache_neither_reads_nor_writes_it(tmp_path, mon
     assert not (tmp_path / "cache").exists()
     Explorer(tree)
     assert (tmp_path / "cache").exists()
+
+
+def test_wide_tables_scroll_inside_themselves_answer_columns_first(tables):
+    "Each wide table is in a box that scrolls sideways with a visible scrollbar; the verdicts come first; labels whole."
+    import re
+    from modelrecord.compare import compare_runs
+    from modelrecord.compare_tab import _per_model_html
+    from modelrecord.sample import example_key, example_runs
+    from modelrecord.score import PUBLISHED, PUBLISHED_TITLES
+    explorer = Explorer(key=example_key())
+    explorer.show_tab("Score")
+    before, after = example_runs()
+    per_model = _per_model_html(compare_runs(load(before), load(after)))
+    heads = lambda page: re.findall(r"<th[^>]*>([^<]*)</th>", page)
+    score_heads = heads(explorer.score_view.value)
+    assert score_heads == ["model", "surface", *(PUBLISHED_TITLES[name] for name in PUBLISHED), "attempts"]
+    assert heads(per_model)[:2] == ["model", "verdict"]
+    explorer.show_tab("Attempts")
+    for page in (explorer.summary.value, explorer.score_view.value, per_model):
+        assert '<div class="mr-scroll mr-wide"><table' in page
+        assert re.search(r"\.mr-wide\{[^}]*overflow-x:auto", page) and ".mr-wide::-webkit-scrollbar{height:" in page
+    assert explorer.outcome.style.description_width == "initial"  # "outcome" whole, not "outco..."
+    explorer.show_tab("Compare")
+    assert explorer.compare_mode.style.button_width == "auto"  # "this tree against another" whole
+    explorer.close()

@@ -41,7 +41,7 @@ def server():
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     with open(ARTIFACTS / "explore-server.log", "w") as log, \
-         explore_server(log, str(example_tree()), "--port", str(port), wait=60) as (url, process, lines):
+         explore_server(log, str(example_tree()), "--port", str(port), wait=300) as (url, process, lines):
         assert urlsplit(url).hostname == "127.0.0.1" and urlsplit(url).port == port
         yield url, process, port, lines
 
@@ -184,7 +184,7 @@ def test_compare_tab_and_salvage_banner_in_chromium(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     errors = []
     with open(ARTIFACTS / "explore-compare-server.log", "w") as log, \
-         explore_server(log, str(tree), "--port", str(free_port()), wait=60) as (url, process, lines), sync_playwright() as playwright:
+         explore_server(log, str(tree), "--port", str(free_port()), wait=300) as (url, process, lines), sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
@@ -217,3 +217,37 @@ def test_compare_tab_and_salvage_banner_in_chromium(tmp_path):
         finally:
             browser.close()
     assert errors == [], f"the browser console reported errors: {errors}"
+
+
+WIDE_BOX = """e => { const box = e.closest('.mr-wide'); return {scroll: box.scrollWidth, client: box.clientWidth,
+    bar: box.offsetHeight - box.clientHeight, overflow: getComputedStyle(box).overflowX}; }"""
+
+
+def test_wide_tables_scroll_visibly_answers_first_at_1400_px():
+    "The served example (scored by its key): at 1400 px the Score table's verdicts show first, a wide table scrolls visibly."
+    from playwright.sync_api import sync_playwright
+    ARTIFACTS.mkdir(exist_ok=True)
+    with open(ARTIFACTS / "explore-wide-server.log", "w") as log, explore_server(log, wait=300) as (url, _, _), \
+         sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS,
+                                             ignore_default_args=["--hide-scrollbars"])  # scrollbars drawn, as on screen
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url, timeout=90_000)
+            page.wait_for_selector(".mr-summary table", timeout=120_000)
+            for label in ("outcome", "clean", "model"):  # the filters' labels are whole
+                assert page.eval_on_selector(f".mr-{label} label", "e => e.scrollWidth <= e.clientWidth"), label
+            open_tab(page, "Score")
+            page.wait_for_selector(".mr-score-view table", timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "explore-1400-score.png"))
+            heads = page.eval_on_selector_all(".mr-score-view th", "ths => ths.map(th => th.textContent)")
+            assert heads[:3] == ["model", "surface", "Clean"] and heads[-1] == "attempts"
+            right = page.eval_on_selector(".mr-score-view th:nth-child(3)", "e => e.getBoundingClientRect().right")
+            assert right <= 1400  # the first verdict is on screen
+            for table in (".mr-score-view table", ".mr-summary table"):
+                box = page.eval_on_selector(table, WIDE_BOX)
+                assert box["overflow"] == "auto", (table, box)
+                if box["scroll"] > box["client"]: assert box["bar"] > 0, (table, box)  # a scrollbar that shows
+            no_sideways_scroll(page)
+        finally:
+            browser.close()

@@ -2,6 +2,7 @@
 only the tree it was started on (the server itself, in a browser: tests/test_serve_browser.py)."""
 import shutil
 import socket
+import time
 
 import pytest
 
@@ -76,3 +77,52 @@ def test_allow_any_path_opens_the_page_up(trees):
     explorer.load(str(outside))  # read, and its bad line listed (the page salvages), as any tree the page may open
     assert "is outside" not in explorer.status.value and "is not a line type" in explorer.banner.value
     explorer.close()
+
+
+def test_the_served_example_is_scored_against_its_bundled_key(monkeypatch):
+    "`modelrecord explore` with no path and no --key serves the example scored by its key, as `score` uses it."
+    import modelrecord.serve
+    from modelrecord.cli import main
+    from modelrecord.sample import example_key
+    from modelrecord.serve import KEY_ENV, _voila_env
+    served = {}
+    monkeypatch.setattr(modelrecord.serve, "serve", lambda tree, **options: served.update(tree=tree, **options) or 0)
+    assert main(["explore"]) == 0
+    assert served["key"] == example_key()
+    environ = _voila_env(served["tree"], "token", False, served["key"])
+    explorer = page_explorer({PATH_ENV: environ[PATH_ENV], KEY_ENV: environ[KEY_ENV]})
+    explorer.show_tab("Score")
+    assert explorer.scores is not None and "No answer key" not in explorer.score_view.value
+    assert "Accepted first time" in explorer.score_view.value  # a score table, not the note
+    explorer.close()
+    assert main(["explore", str(example_tree())]) == 0 and served["key"] is None  # a tree named: no key guessed
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_stopping_the_command_prints_no_traceback(tmp_path, stop):
+    "Ctrl-C or SIGTERM, once a page was viewed (its kernel busy), prints 'stopped' and no kernel's traceback."
+    import signal
+    import urllib.request
+    from processes import explore_server
+    with open(tmp_path / "stderr.log", "w") as log, explore_server(log, wait=300) as (url, process, lines):
+        urllib.request.urlopen(url, timeout=180).read()  # a view: the warm kernel is handed out, another one starts
+        time.sleep(5)  # the pool's next kernel is starting or running the page when the stop comes
+        process.send_signal(getattr(signal, stop))
+        assert process.wait(60) == 0
+        time.sleep(0.5)  # the reader thread takes in the last lines
+        said = "".join(lines.queue)
+    err = (tmp_path / "stderr.log").read_text()
+    assert "Traceback" not in err and "ZMQError" not in err, err
+    assert "modelrecord explore: stopped" in said
+
+
+def test_the_address_is_printed_once_the_page_is_drawn(tmp_path):
+    "Opened as soon as its address is printed, the page comes at once: the pre-warmed kernel has already drawn it."
+    import urllib.request
+    from processes import explore_server
+    with open(tmp_path / "stderr.log", "w") as log, explore_server(log, wait=300) as (url, _, _):
+        started = time.monotonic()
+        page = urllib.request.urlopen(url, timeout=180).read().decode()
+        waited = time.monotonic() - started
+    assert "modelrecord" in page
+    assert waited <= 5, f"the page took {waited:.1f} s after its address was printed"

@@ -42,7 +42,7 @@ def explore(tmp_path, *options, tree=None):
     "Run `modelrecord explore` of `tree` (default: the example tree) with `options`; stop it, and all it started, by PID."
     port = free_port()
     log_path = tmp_path / f"server-{port}.log"
-    with open(log_path, "w") as log, explore_server(log, str(tree or example_tree()), "--port", str(port), *options) as started:
+    with open(log_path, "w") as log, explore_server(log, str(tree or example_tree()), "--port", str(port), *options, wait=300) as started:
         yield Server(started[0], started[1], log_path)
 
 
