@@ -18,7 +18,7 @@ from . import plots
 from .compare import ModelComparison, RunComparison, attempt_successes, compare_models, compare_runs, verdict_success
 from .explore import (Explorer, _conditions, _errors, _fits, _hushed, _read_cached, _tab_index, _when,
                                  add_tab)
-from .formatting import count_text, plural
+from .formatting import count_text, plural, p_text
 from .live import LiveTree
 from .panels import _problems_html, _wide, refusal_html
 from .score import score
@@ -106,7 +106,7 @@ def _pair_head_html(comparison: ModelComparison, success: str) -> str:
             f'(case and surface) both attempted, in {plural(in_cases, "case")}; success = {escape(success)}.</p>'
             f'<p><b>A &minus; B: {_points(c.difference)} points</b> [{_points(c.low)}, {_points(c.high)}] '
             '<span class="mr-meta">(mean paired difference of the per-item rates, 95% interval clustered by case)'
-            f'</span> · test: <b>{escape(c.test)}</b>, <b class="mr-p-value">p = {_p_text(c.p_value)}</b></p>')
+            f'</span> · test: <b>{escape(c.test)}</b>, <b class="mr-p-value">{p_text(c.p_value)}</b></p>')
 
 # %% ../nbs/13b_compare_tab.ipynb #f6a38727
 def _pair_counts_html(counts: Optional[dict]) -> str:
