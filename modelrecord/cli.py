@@ -11,7 +11,6 @@ import argparse
 import functools
 import importlib.util
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -327,12 +326,12 @@ def _export_parser(commands):
 # %% ../nbs/17_cli.ipynb #8ddef6f7
 def cache_command(args) -> int:
     "Say where the load cache is, how much it holds and may hold (`cache`), or empty it (`cache clear`)."
-    from modelrecord.cache import CACHE_LIMIT_BYTES, cache_dir, cache_size, clear_cache
+    from modelrecord.cache import cache_dir, cache_limit, cache_size, clear_cache
     if args.action == "clear":
         print(f"{cache_dir()}: {clear_cache() / 1e6:,.1f} MB freed")
         return 0
     size, trees = cache_size()
-    limit = int(os.environ.get("MODELRECORD_CACHE_LIMIT") or CACHE_LIMIT_BYTES)
+    limit = cache_limit()
     print(f"{cache_dir()}: {size / 1e6:,.1f} MB for {plural(trees, 'tree')}, kept under {limit / 1e9:,.1f} GB "
           "(least recently loaded trees go first); `modelrecord cache clear` empties it")
     return 0

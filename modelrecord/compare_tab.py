@@ -18,7 +18,7 @@ from . import plots
 from .compare import ModelComparison, RunComparison, attempt_successes, compare_models, compare_runs, verdict_success
 from .explore import (Explorer, _conditions, _errors, _fits, _hushed, _read_cached, _tab_index, _when,
                                  add_tab)
-from .formatting import count_text, plural, p_text
+from .formatting import count_text, plural, p_text, points_text
 from .live import LiveTree
 from .panels import _problems_html, _wide, refusal_html
 from .score import score
@@ -76,11 +76,6 @@ def _links(rows: pd.DataFrame,  # `attempt_successes` rows (by attempt_key), wit
                       if n > shown else "")
     return {item: " ".join(links[item]) + more(counts[item]) for item in counts}
 
-# %% ../nbs/13b_compare_tab.ipynb #d307c935
-def _points(difference: float) -> str:
-    "A difference of two rates in percentage points, signed."
-    return "-" if pd.isna(difference) else f"{difference * 100:+.1f}"
-
 # %% ../nbs/13b_compare_tab.ipynb #bef21a88
 def _p_text(p: float) -> str:
     "A p-value as people read it."
@@ -104,7 +99,7 @@ def _pair_head_html(comparison: ModelComparison, success: str) -> str:
     in_cases = items.index.get_level_values("case").nunique()
     return (f'<p><b>A</b> = {escape(c.a)}, <b>B</b> = {escape(c.b)}, on the {plural(len(items), "item")} '
             f'(case and surface) both attempted, in {plural(in_cases, "case")}; success = {escape(success)}.</p>'
-            f'<p><b>A &minus; B: {_points(c.difference)} points</b> [{_points(c.low)}, {_points(c.high)}] '
+            f'<p><b>A &minus; B: {points_text(c.difference)} points</b> [{points_text(c.low)}, {points_text(c.high)}] '
             '<span class="mr-meta">(mean paired difference of the per-item rates, 95% interval clustered by case)'
             f'</span> · test: <b>{escape(c.test)}</b>, <b class="mr-p-value">{p_text(c.p_value)}</b></p>')
 
@@ -124,7 +119,7 @@ def _disagreements_html(comparison: ModelComparison, rows: pd.DataFrame) -> str:
     links = _links(rows[rows.model.isin([c.a, c.b])], "this")
     body = "".join(f'<tr><td class="mr-l">{escape(case)}</td><td class="mr-l">{escape(surface)}</td>'
                    f'<td>{_ratio(row.c_a, row.n_a)}</td><td>{_ratio(row.c_b, row.n_b)}</td>'
-                   f'<td>{_points(row.difference)}</td><td class="mr-l">{links[c.a, case, surface]}</td>'
+                   f'<td>{points_text(row.difference)}</td><td class="mr-l">{links[c.a, case, surface]}</td>'
                    f'<td class="mr-l">{links[c.b, case, surface]}</td></tr>'
                    for (case, surface), row in differ.head(_ITEMS_SHOWN).iterrows())
     return (f'<h4>Where they disagree: {plural(len(differ), "item")} of {count_text(len(c.items))}, '
@@ -154,7 +149,7 @@ def _per_model_html(comparison: RunComparison) -> str:
                    f'<td class="mr-l">{badge(row.verdict, plots.CHANGE_COLOURS[row.verdict])}</td>'
                    f'<td>{_ratio(row.before_successes, row.before_attempts)}</td>'
                    f'<td>{_ratio(row.after_successes, row.after_attempts)}</td><td>{count_text(row["items"])}</td>'
-                   f'<td>{_points(row.difference)}</td><td>[{_points(row.low)}, {_points(row.high)}]</td>'
+                   f'<td>{points_text(row.difference)}</td><td>[{points_text(row.low)}, {points_text(row.high)}]</td>'
                    f'<td class="mr-l">{escape(row.test)}</td><td class="mr-p-value">{_p_text(row.p_value)}</td>'
                    f'<td>{_p_text(row.p_holm)}</td></tr>'
                    for model, row in comparison.models.iterrows())
@@ -178,7 +173,7 @@ def _changes_html(comparison: RunComparison, before: pd.DataFrame, after: pd.Dat
                    f'<td class="mr-l">{escape(surface)}</td>'
                    f'<td>{_ratio(row.before_successes, row.before_attempts)}</td>'
                    f'<td>{_ratio(row.after_successes, row.after_attempts)}</td>'
-                   f'<td>{_points(row.change)}</td><td class="mr-l">{old[model, case, surface]}</td>'
+                   f'<td>{points_text(row.change)}</td><td class="mr-l">{old[model, case, surface]}</td>'
                    f'<td class="mr-l">{new[model, case, surface]}</td></tr>'
                    for (model, case, surface), row in changed.head(_ITEMS_SHOWN).iterrows())
     return (f'<h4>Where they differ: {plural(len(changed), "item")} of {count_text(len(items))}, '
