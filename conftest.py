@@ -21,21 +21,41 @@ def pytest_unconfigure(config):
     shutil.rmtree(_CACHE, ignore_errors=True)
 
 
-# The slow tier (`-m "not slow"` leaves it out; CI runs it): tests that drive Chromium, start
-# JupyterLab, Voila or other servers, or search many generated examples. Each takes from ten
-# seconds to two minutes on two cores; together they are about half of the whole run.
+# The slow tier: tests that drive Chromium, start JupyterLab, Voila or other servers, or search many
+# generated examples, each from ten seconds to two minutes on two cores. A plain `python -m pytest`
+# leaves it out, so that the default run stays within about six minutes; `--slow` runs it too, as
+# CI does (CI=true), and a `-m` expression of one's own decides alone (`-m slow` runs only it).
+# A test file joins the tier by a module-level `pytestmark = pytest.mark.slow`, or by being named here.
 SLOW_FILES = {"tests/test_serve_browser.py", "tests/test_explore_browser.py", "tests/test_explore_jupyterlab.py",
               "tests/test_serve.py", "tests/test_score_properties.py", "tests/test_reader_fuzz.py"}
 
 
-def pytest_collection_modifyitems(items):
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the slow tier (servers, browsers; CI=true does too)")
+
+
+def _runs_slow_tier(config) -> bool:
+    "Whether this run includes the slow tier: asked for, under CI, or left to the user's own `-m` expression."
+    return bool(config.getoption("--slow") or os.environ.get("CI", "").lower() == "true" or config.option.markexpr)
+
+
+def pytest_report_header(config):
+    if not _runs_slow_tier(config):
+        return "slow tier left out (browsers, servers): `python -m pytest --slow` runs it too, as CI does"
+
+
+def pytest_collection_modifyitems(config, items):
     for item in items:
         cell = getattr(item, "cell", None)
         if cell is not None and cell.get("outputs") and cell.get("execution_count") is None:
             cell["execution_count"] = 1
         if item.nodeid.split("::")[0] in SLOW_FILES or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
-
+    if _runs_slow_tier(config): return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 # Progress a person can follow: a line per test file when its last test has run, with the time

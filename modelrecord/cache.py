@@ -376,20 +376,13 @@ def _keep_under_limit():
 
 # %% ../nbs/04a_cache.ipynb #8d97b3bc
 def clear_cache() -> int:
-    "Delete every tree's cached tables (the files the cache wrote, nothing else); return the bytes freed."
+    "Delete every tree's cached tables (the files the cache wrote, nothing else); the bytes freed. Raises `OSError`."
     if not os.path.lexists(cache_dir() / "trees"): return 0
-    try:
-        with _private_dir(cache_dir() / "trees") as trees: return sum(_remove(trees, name) for name in _tree_dirs(trees))
-    except _Unsafe as refusal: _warn(str(refusal))
-    except OSError: pass
-    return 0
+    with _private_dir(cache_dir() / "trees") as trees: return sum(_remove(trees, name) for name in _tree_dirs(trees))
 
 # %% ../nbs/04a_cache.ipynb #9655a37f
 def cache_size() -> tuple:
-    "`(bytes, trees)`: what the load cache holds on disk, and for how many trees (0, 0 when it is empty or not usable)."
+    "`(bytes, trees)`: what the load cache holds on disk, and for how many trees. Raises `OSError` when it is unsafe."
     if not os.path.lexists(cache_dir() / "trees"): return 0, 0
-    try:
-        with _private_dir(cache_dir() / "trees") as trees:
-            sizes = [_usage(trees, name)[1] for name in _tree_dirs(trees)]
-    except (_Unsafe, OSError): return 0, 0
+    with _private_dir(cache_dir() / "trees") as trees: sizes = [_usage(trees, name)[1] for name in _tree_dirs(trees)]
     return sum(sizes), len(sizes)

@@ -11,6 +11,8 @@ import argparse
 import functools
 import importlib.util
 import json
+import os
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -67,6 +69,7 @@ _UNCACHED = dict(action="store_true", help="neither read nor write the load cach
 _SALVAGE = dict(action="store_true", help="read every line that can be read; list the refused ones on stderr")
 _VERDICT = dict(choices=["clean", "completed", "unaided"], default=None,
                 help="with --key: the verdict that counts as success (default: clean)")
+_WIDE = dict(action="store_true", help="every column on one line (the default when the output is not a terminal)")
 
 # %% ../nbs/17_cli.ipynb #eb76c99f
 _PARSERS = {}  # builder name -> `build(commands)`, which adds one subcommand: in the order `--help` lists them
@@ -90,6 +93,12 @@ def _command_parser(commands, # the command line's subparsers
                      help="a shard file or directory tree" + (" (default: the bundled example tree)" if optional_path else ""))
     sub.set_defaults(run=run)
     return sub
+
+# %% ../nbs/17_cli.ipynb #dd6985d8
+def _text_width(args) -> int | None:
+    "The width to fit text tables to: the terminal's (or `$COLUMNS`); None under `--wide` or when not a terminal."
+    if getattr(args, "wide", False) or not (sys.stdout.isatty() or "COLUMNS" in os.environ): return None
+    return shutil.get_terminal_size().columns
 
 # %% ../nbs/17_cli.ipynb #d62bbc26
 def parser() -> argparse.ArgumentParser:
@@ -226,7 +235,7 @@ def _print_summary(args, tree: Path, table, verdicts, repeats: dict, verdict: st
         return
     print(f"Summary of {printable_path(args.path)}" if args.path else f"Summary of the bundled example tree ({tree})")
     success = "completed" if verdict is None else f"verdict {verdict}"
-    print(summary_text(table, verdicts) + (_repeats_text(repeats, success) if repeats else ""), end="")
+    print(summary_text(table, verdicts, _text_width(args)) + (_repeats_text(repeats, success) if repeats else ""), end="")
 
 # %% ../nbs/17_cli.ipynb #10b17652
 @needs("analysis")
@@ -259,6 +268,7 @@ def _summary_parser(commands):
     sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
     sub.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
+    sub.add_argument("--wide", **_WIDE)
     sub.add_argument("--k", type=int, default=None, help="also give each model's pass@k and pass^k for this k")
 
 # %% ../nbs/17_cli.ipynb #424dcc5d
@@ -276,7 +286,7 @@ def score_command(args) -> int:
     try: scores = _scores(tables, args.key)
     except (ShardError, AnswerKeyError) as error: return _refused(error)
     by = "row" if args.by == "row" else args.by.split(",")
-    try: shown = scores.to_json(by) if args.json else table_text(scores.table(by))
+    try: shown = scores.to_json(by) if args.json else table_text(scores.table(by), _text_width(args))
     except ValueError as error: return _misused(error)
     if args.json: print(json.dumps(shown, ensure_ascii=False, default=lambda value: value.item()))
     else: print(shown, end="")
@@ -291,6 +301,7 @@ def _score_parser(commands):
     sub.add_argument("--by", default="model,surface",
                      help="attempt columns to group by, comma-separated, or 'row' (default: model,surface)")
     sub.add_argument("--json", action="store_true", help="print the verdicts and the rows as one JSON object")
+    sub.add_argument("--wide", **_WIDE)
     sub.add_argument("--workers", **_WORKERS)
     sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
@@ -327,12 +338,11 @@ def _export_parser(commands):
 def cache_command(args) -> int:
     "Say where the load cache is, how much it holds and may hold (`cache`), or empty it (`cache clear`)."
     from modelrecord.cache import cache_dir, cache_limit, cache_size, clear_cache
-    if args.action == "clear":
-        print(f"{cache_dir()}: {clear_cache() / 1e6:,.1f} MB freed")
-        return 0
-    size, trees = cache_size()
-    limit = cache_limit()
-    print(f"{cache_dir()}: {size / 1e6:,.1f} MB for {plural(trees, 'tree')}, kept under {limit / 1e9:,.1f} GB "
+    try:
+        if args.action == "clear": return print(f"{cache_dir()}: {clear_cache() / 1e6:,.1f} MB freed") or 0
+        size, trees = cache_size()
+    except OSError as refusal: return print(f"modelrecord: the load cache refused: {refusal}", file=sys.stderr) or 1
+    print(f"{cache_dir()}: {size / 1e6:,.1f} MB for {plural(trees, 'tree')}, kept under {cache_limit() / 1e9:,.1f} GB "
           "(least recently loaded trees go first); `modelrecord cache clear` empties it")
     return 0
 

@@ -18,7 +18,7 @@ from . import plots
 from .compare import ModelComparison, RunComparison, attempt_successes, compare_models, compare_runs, verdict_success
 from .explore import (Explorer, _conditions, _errors, _fits, _hushed, _read_cached, _tab_index, _when,
                                  add_tab)
-from .formatting import count_text, plural, p_text, points_text
+from .formatting import count_text, plural, p_text, points_text, shown_name
 from .live import LiveTree
 from .panels import _problems_html, _wide, refusal_html
 from .score import score
@@ -145,7 +145,7 @@ def _models_html(comparison: ModelComparison,  # `compare_models` of the filtere
 # %% ../nbs/13b_compare_tab.ipynb #86e260d3
 def _per_model_html(comparison: RunComparison) -> str:
     "Per model, before and after: the paired change with its interval, the test, p, Holm's p; the verdict first."
-    rows = "".join(f'<tr><td class="mr-l">{escape(model)}</td>'
+    rows = "".join(f'<tr><td class="mr-l">{escape(shown_name(model))}</td>'
                    f'<td class="mr-l">{badge(row.verdict, plots.CHANGE_COLOURS[row.verdict])}</td>'
                    f'<td>{_ratio(row.before_successes, row.before_attempts)}</td>'
                    f'<td>{_ratio(row.after_successes, row.after_attempts)}</td><td>{count_text(row["items"])}</td>'
@@ -247,7 +247,7 @@ def _offer_models(explorer: Explorer) -> list:
     with _hushed(explorer):
         for widget, default in ((explorer.compare_a, 0), (explorer.compare_b, 1)):
             chosen = widget.value if widget.value in models else models[default] if len(models) > default else None
-            widget.options, widget.value = models, chosen
+            widget.options, widget.value = [(shown_name(m), m) for m in models], chosen  # labels told apart
     return models
 
 # %% ../nbs/13b_compare_tab.ipynb #ff5d72c3

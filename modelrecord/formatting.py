@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['count_text', 'share_text', 'ms_text', 'plural', 'usd_text', 'usd_decimals', 'usd_column', 'points_text',
-           'points_interval_text', 'p_text', 'shown_name', 'group_labels', 'aligned_lines']
+           'points_interval_text', 'p_text', 'shown_name', 'group_labels', 'aligned_lines', 'note_lines']
 
 # %% ../nbs/06_formatting.ipynb #86f68c66
 import math
+import textwrap
 import unicodedata
 from typing import Iterable, Optional
 
@@ -117,11 +118,36 @@ def group_labels(index: Iterable) -> list:
     text = lambda value: "(none)" if _missing(value) else shown_name(value)
     return [" / ".join(map(text, key)) if isinstance(key, tuple) else text(key) for key in index]
 
+# %% ../nbs/06_formatting.ipynb #a7610c16
+def _column_blocks(widths: list, # each column's width in characters, the label's first
+                   width: int, # the terminal's width
+                  ) -> list:
+    "The columns in blocks that each fit `width` after the label column (at least one figure to a block)."
+    blocks, block, used = [], [0], widths[0]
+    for i, column_width in enumerate(widths[1:], 1):
+        if len(block) > 1 and used + 2 + column_width > width: blocks, block, used = blocks + [block], [0], widths[0]
+        block, used = block + [i], used + 2 + column_width
+    return blocks + [block]
+
 # %% ../nbs/06_formatting.ipynb #6486029a
-def aligned_lines(table) -> list:
-    "The lines of a DataFrame of texts: its first column left-aligned, the others right-aligned, two spaces apart."
+def aligned_lines(table, # a DataFrame of texts: the group label first, then the figures
+                  width: Optional[int] = None, # the terminal's width: wider tables wrap into blocks of columns
+                 ) -> list:
+    "The lines of `table`: its first column left-aligned, the others right-aligned, two spaces apart."
     columns = [[str(name), *map(str, table[name])] for name in table.columns]
     widths = [max(map(len, column)) for column in columns]
-    return ["  ".join(column[row].ljust(width) if i == 0 else column[row].rjust(width)
-                      for i, (column, width) in enumerate(zip(columns, widths))).rstrip()
-            for row in range(len(table) + 1)]
+    blocks = [list(range(len(columns)))] if width is None else _column_blocks(widths, width)
+    lines = []
+    for block in blocks:
+        lines += [""] if lines else []
+        lines += ["  ".join(columns[i][row].ljust(widths[i]) if i == 0 else columns[i][row].rjust(widths[i])
+                            for i in block).rstrip() for row in range(len(table) + 1)]
+    return lines
+
+# %% ../nbs/06_formatting.ipynb #3f8a6803
+def note_lines(lines: list, # the note's lines, as written for a wide terminal
+               width: Optional[int] = None, # the terminal's width; None keeps the lines as they are
+              ) -> list:
+    "A table's note fitted to `width`: each line wrapped at spaces, its continuation indented."
+    if width is None: return list(lines)
+    return [part for line in lines for part in textwrap.wrap(line, width, subsequent_indent="  ") or [""]]

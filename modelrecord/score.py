@@ -27,7 +27,7 @@ import pandas as pd
 
 from .key import (AnswerKey, Argument, Flags, Produced, Step, Surface, UnknownStepWarning, load_key,
                              unknown_steps)
-from .formatting import aligned_lines, group_labels
+from .formatting import aligned_lines, group_labels, note_lines
 from .reader import ShardError, paused_gc
 from .record import (
     ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_MALFORMED, ENDED_NO_TOOL_CALL, ENDED_OVER_BUDGET,
@@ -1074,7 +1074,9 @@ def _to_json(self, by: Union[str, Sequence[str]] = DEFAULT_BY) -> dict:
     return {"attempts": attempts, "rows": rows}
 
 # %% ../nbs/08_score.ipynb #4df4265c
-def table_text(table: pd.DataFrame) -> str:
+def table_text(table: pd.DataFrame, # a `Scores.table()`
+               width: Optional[int] = None, # the terminal's width: wider tables wrap into blocks of columns
+              ) -> str:
     "A `Scores.table()` as aligned text: the published columns with intervals, the tallies counted apart, the notes."
     from modelrecord.summary import clustered_text, fraction_text
     name = " / ".join(str(n) for n in table.index.names)
@@ -1088,9 +1090,10 @@ def table_text(table: pd.DataFrame) -> str:
     note = [f"attempts = verdicts {', '.join(SCORED_VERDICTS)}: the denominator of Clean, Unaided and Completion;",
             f"{', '.join(_APART_TALLIES)} are counted apart and nowhere else; [low-high] is the 95% Wilson interval."]
     clustered = table[[f"{c}_se" for c in PROPORTIONS]].notna().any(axis=1).to_numpy()
-    if not clustered.any(): return "\n".join([*aligned_lines(shown), *note]) + "\n"
+    if not clustered.any(): return "\n".join([*aligned_lines(shown, width), *note_lines(note, width)]) + "\n"
     spread = pd.DataFrame({name: labels, **{PUBLISHED_TITLES[c]: [clustered_text(se, g) for se, g in
                                                                   zip(table[f"{c}_se"], table[f"{c}_clusters"])]
                                             for c in PROPORTIONS}})[clustered]
     heading = "Standard errors clustered by case, in percentage points (cases), where a case holds several observations"
-    return "\n".join([*aligned_lines(shown), *note, "", heading, *aligned_lines(spread)]) + "\n"
+    return "\n".join([*aligned_lines(shown, width), *note_lines(note, width), "", *note_lines([heading], width),
+                      *aligned_lines(spread, width)]) + "\n"

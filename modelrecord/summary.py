@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from .formatting import aligned_lines, count_text, group_labels, share_text, usd_column
+from .formatting import aligned_lines, count_text, group_labels, note_lines, share_text, usd_column
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, NOT_MODEL_ENDINGS, TOKEN_CATEGORIES
 from .tables import COST_COLUMNS, VOCABULARY_COLUMNS, Tables
 
@@ -280,14 +280,16 @@ _SPEND_NOTE = ["input = uncached input tokens (cache_created and cache_read are 
 # %% ../nbs/07_summary.ipynb #6db6dbf4
 def summary_text(summary: pd.DataFrame, # a `summary` table
                  scored: Optional[pd.DataFrame] = None,  # a `Scores.table()` grouped like `summary`: joins the endings
+                 width: Optional[int] = None, # the terminal's width: wider tables wrap into blocks of columns
                 ) -> str:
     "A `summary` as two aligned text tables, endings (and verdicts, when `scored`) then tokens and cost."
     name, labels = " / ".join(str(n) for n in summary.index.names), group_labels(summary.index)
     ending_table = _endings_table(summary, name, labels)
     if scored is not None: ending_table = ending_table.join(_verdict_columns(summary.index, scored))
     note = _ENDINGS_NOTE + (VERDICT_NOTE if scored is not None else [])
-    return "\n".join(["Endings", *aligned_lines(ending_table), *note, "",
-                      "Tokens and cost", *aligned_lines(_spend_table(summary, name, labels)), *_SPEND_NOTE]) + "\n"
+    spend_table = _spend_table(summary, name, labels)
+    return "\n".join(["Endings", *aligned_lines(ending_table, width), *note_lines(note, width), "", "Tokens and cost",
+                      *aligned_lines(spend_table, width), *note_lines(_SPEND_NOTE, width)]) + "\n"
 
 # %% ../nbs/07_summary.ipynb #f4e1ab02
 def _number(value):

@@ -45,3 +45,16 @@ def test_explorer_filter_labels_each_model_apart(tables):
     explore._offer_filters(explorer, keep=False)
     offered = dict(explorer.filters["model"].options)
     assert sorted(offered) == sorted(["all", *SHOWN]) and sorted(offered.values()) == sorted([explore.ALL, *NAMES])
+
+
+def test_compare_tab_offers_each_model_apart(tables):
+    explore = pytest.importorskip("modelrecord.explore")
+    compare_tab = pytest.importorskip("modelrecord.compare_tab")
+    explorer = explore.Explorer(load=False)
+    explorer.tables = explorer.filtered = tables
+    compare_tab._compare_widgets(explorer)
+    assert compare_tab._offer_models(explorer) == sorted(NAMES)
+    for dropdown in (explorer.compare_a, explorer.compare_b):
+        offered = dict(dropdown.options)
+        assert sorted(offered) == sorted(SHOWN) and sorted(offered.values()) == sorted(NAMES)
+    assert (explorer.compare_a.value, explorer.compare_b.value) == tuple(sorted(NAMES)[:2])
