@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from modelrecord.pages import (Block, PageError, Plan, PlanError, block_selects, coverage_digest, coverage_text,
+from modelrecord.pages import (INTERVAL_NOTE, Block, PageError, Plan, PlanError, block_selects, coverage_digest, coverage_text,
                                cross_surface_notes, cross_surface_string, group_by_vendor, key_string, legend_block,
                                load_plan, markdown_table, markers, ratio_cell, record_summary, render_block,
                                render_pages, splice, surface_label, unpublished_rows, vendor_caption, wilson_percent)
@@ -337,7 +337,8 @@ def test_the_reference_preset_is_the_bundled_file_field_for_field(reference):
     assert [b.empty for b in reference.blocks if b.kind != "legend"] == [b["empty"] for b in bundled["blocks"] if "empty" in b]
     assert (reference.pages, reference.output_prefix, reference.record_note) == \
         (bundled["pages"], bundled["output_prefix"], bundled["record_note"])
-    assert reference.texts == bundled["texts"] and reference.messages == bundled["messages"]
+    assert reference.texts == {**bundled["texts"], "interval_note": INTERVAL_NOTE}  # ours, drawn only with intervals
+    assert reference.messages == bundled["messages"]
 
 
 def test_a_plan_file_in_yaml_or_json_overrides_what_it_names(tmp_path):
