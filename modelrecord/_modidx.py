@@ -344,6 +344,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                    'modelrecord.pages._RowText': ('pages.html#_rowtext', 'modelrecord/pages.py'),
                                    'modelrecord.pages._RowText.__call__': ('pages.html#_rowtext.__call__', 'modelrecord/pages.py'),
                                    'modelrecord.pages._RowText.__init__': ('pages.html#_rowtext.__init__', 'modelrecord/pages.py'),
+                                   'modelrecord.pages._RowText.alike': ('pages.html#_rowtext.alike', 'modelrecord/pages.py'),
                                    'modelrecord.pages._check_blocks': ('pages.html#_check_blocks', 'modelrecord/pages.py'),
                                    'modelrecord.pages._default_blocks': ('pages.html#_default_blocks', 'modelrecord/pages.py'),
                                    'modelrecord.pages._glosses': ('pages.html#_glosses', 'modelrecord/pages.py'),

@@ -406,7 +406,7 @@ def provenance_table(rows: list, # the rows of one table
 class _RowText:
     "The record's rows with each one's caption and cross-surface string, worked out once per rendering."
     def __init__(self, rows: list, corpus_size: Optional[int]):
-        self.rows, self.corpus_size, self._seen = list(rows), corpus_size, {}
+        self.rows, self.corpus_size, self._seen, self._alike = list(rows), corpus_size, {}, None
 
     def __call__(self, row: dict) -> tuple:
         "`(caption, cross-surface string)` of `row`."
@@ -416,12 +416,19 @@ class _RowText:
                                            cross_surface_string(row, self.corpus_size), row)
         return found[:2]
 
+    def alike(self, row: dict) -> list:
+        "The record's rows with `row`'s cross-surface string, in record order."
+        if self._alike is None:
+            self._alike = {}
+            for other in self.rows: self._alike.setdefault(self(other)[1], []).append(other)
+        return self._alike.get(self(row)[1], [])
+
 # %% ../nbs/09a_pages.ipynb #9037070e
 def _peers(row: dict, text: _RowText) -> list:
     "How `row`'s peers on other surfaces are named: ``its `meta` row (<label>)``, sorted, each once."
-    surface, crossing = _text(row["key"], "surface"), text(row)[1]
+    surface = _text(row["key"], "surface")
     named = [f"its `{_text(other['key'], 'surface')}` row" + (f" ({surface_label(other)})" if surface_label(other) else "")
-             for other in text.rows if _text(other["key"], "surface") != surface and text(other)[1] == crossing]
+             for other in text.alike(row) if _text(other["key"], "surface") != surface]
     return list(dict.fromkeys(sorted(named)))
 
 # %% ../nbs/09a_pages.ipynb #0b3c1c02
