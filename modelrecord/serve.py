@@ -110,6 +110,7 @@ def page_explorer(environ=None,  # the environment `serve` set (default: `os.env
     cache = environ.get(NO_CACHE_ENV) != "1"
     confined = environ.get(ANY_PATH_ENV) != "1" and tree is not None
     explorer = (ConfinedExplorer if confined else Explorer)(tree, load=load, key=key, cache=cache)
+    explorer.draw_now()  # its plots too: a pre-warmed kernel has the time, the page's first view has not
     if environ.get(_READY_ENV): Path(environ[_READY_ENV]).touch()  # drawn: `serve` may print the address now
     return explorer
 
