@@ -114,6 +114,17 @@ def page_explorer(environ=None,  # the environment `serve` set (default: `os.env
     if environ.get(_READY_ENV): Path(environ[_READY_ENV]).touch()  # drawn: `serve` may print the address now
     return explorer
 
+# %% ../nbs/14_serve.ipynb #e27d1002
+def _views(widget) -> int:
+    "How many views a page draws for `widget` and the widgets in it: one per widget drawn in the page."
+    from ipywidgets import DOMWidget
+    return int(isinstance(widget, DOMWidget)) + sum(_views(child) for child in getattr(widget, "children", ()))
+
+# %% ../nbs/14_serve.ipynb #e27d1003
+def _expect_html(explorer: Explorer) -> str:
+    "An invisible mark telling the page's loading bar how many widget views the page of `explorer` draws."
+    return f'<div id="mr-expect" data-widgets="{_views(explorer.widget)}" hidden></div>'
+
 # %% ../nbs/14_serve.ipynb #2c3d4e5f
 def _trust(notebook: Path, data_dir: Path):
     "Sign `notebook` into the signature database in `data_dir` (its secret made there too)."
