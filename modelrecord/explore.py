@@ -6,6 +6,7 @@
 __all__ = ['ALL', 'TABS', 'PLOTS', 'Explorer', 'Tab', 'add_tab']
 
 # %% ../nbs/13_explore.ipynb #a540776a
+import asyncio
 import importlib
 import json
 import time
@@ -106,6 +107,7 @@ class Explorer:
         self.tables = self.filtered = self.tree = self.error = self.scores = None
         self.opened, self.shown, self._quiet = None, None, False
         self._shards, self._drawings, self._stale = {}, {}, set()
+        self._pending, self._chained = [], False  # the Overview's plots still to draw; whether a turn is asked for
         _build(self, path)
         self.open(None)
         if load: self.load()
@@ -137,6 +139,10 @@ class Explorer:
     def openable(self, path) -> Path:  # what a path box names
         "The tree a path box naming `path` opens (blank: the example tree); a served page's explorer refuses others."
         return Path(str(path).strip() or example_tree())
+
+    def draw_now(self):
+        "Draw at once the plots of the Overview that wait for the kernel to be idle (see `_draw_plots`)."
+        _draw_pending(self)
 
     def show_tab(self, title: str):  # "Overview", "Attempts", "Conversation", or a tab added by `add_tab`
         "Bring the tab `title` into view, drawn for the current filters."
@@ -249,6 +255,9 @@ def _tab_index(explorer: Explorer, title: str) -> int:
     "The position of the tab `title` among the explorer's tabs."
     return list(explorer.tabs.titles).index(title)
 
+# %% ../nbs/13_explore.ipynb #e27c1001
+_STALE_STYLE = "<style>.mr-stale{opacity:0.35;transition:opacity .2s}</style>"  # a plot not yet redrawn for the filters
+
 # %% ../nbs/13_explore.ipynb #4473331a
 def _layout(explorer: Explorer) -> widgets.VBox:
     "The page: loader and status, the filter bar, the tabs."
@@ -258,7 +267,7 @@ def _layout(explorer: Explorer) -> widgets.VBox:
                        layout=_fits(flex_flow="row wrap", align_items="flex-start", grid_gap="4px 10px"))
     bar.add_class("mr-filter-bar")
     return widgets.VBox([
-        widgets.HTML("<h2 style='margin:4px 0'>modelrecord explorer</h2>"
+        widgets.HTML(_STALE_STYLE + "<h2 style='margin:4px 0'>modelrecord explorer</h2>"
                      "<div>How the attempts of an evaluation ended, what they cost, and what each model said.</div>"),
         widgets.HBox([self.path, self.load_button, self.refresh_button, self.progress],
                      layout=_fits(flex_flow="row wrap")),
@@ -277,10 +286,13 @@ def _overview(explorer: Explorer) -> widgets.Widget:
 
 # %% ../nbs/13_explore.ipynb #c212588e
 def _draw_overview(explorer: Explorer):
-    "Draw the summary and the plots of `explorer.filtered` (once per set of filters and load)."
-    summary_html, images = _drawn(explorer)
-    explorer.summary.value = summary_html
-    for name, view in explorer.plots.items(): view.value = images[name]
+    "Draw the summary of `explorer.filtered` now, then its plots: those drawn before at once, the others in turn."
+    explorer.summary.value = _cached(explorer, "Overview", lambda: _summary_html(explorer.filtered))
+    waiting = [name for name in PLOTS if not _has_drawing(explorer, f"Overview {name}")]
+    for name in PLOTS:
+        if name in waiting: explorer.plots[name].add_class("mr-stale")
+        else: _show_plot(explorer, name)
+    _draw_plots(explorer, waiting)
 
 # %% ../nbs/13_explore.ipynb #c8567bbe
 def _attempts_tab(explorer: Explorer) -> widgets.Widget:
@@ -469,22 +481,69 @@ def _with_verdicts(explorer: Explorer, totals: pd.DataFrame) -> pd.DataFrame:
     if explorer.scores is None: return totals
     return totals.join(explorer.scores.attempts[["outcome", "clean"]])
 
+# %% ../nbs/13_explore.ipynb #e27c1002
+def _drawing_key(explorer: Explorer, title: str) -> tuple:
+    "What names the drawing of `title` for the filters of now (in this load): the title and the filter values."
+    return title, repr(sorted(_conditions(explorer).items()))
+
 # %% ../nbs/13_explore.ipynb #e27b0001
-def _cached(explorer: Explorer, title: str, # the tab whose drawing it is
+def _cached(explorer: Explorer, title: str, # the tab (or the part of a tab) whose drawing it is
             make: Callable) -> object: # make() -> what the tab draws for `explorer.filtered`
-    "What `make()` returns, made once per tab, set of filters and load (the 64 latest kept)."
-    key, drawings = (title, repr(sorted(_conditions(explorer).items()))), explorer._drawings
+    "What `make()` returns, made once per tab, set of filters and load (the 256 latest kept)."
+    key, drawings = _drawing_key(explorer, title), explorer._drawings
     if key not in drawings:
-        if len(drawings) >= 64: drawings.pop(next(iter(drawings)))
+        if len(drawings) >= 256: drawings.pop(next(iter(drawings)))
         drawings[key] = make()
     return drawings[key]
 
+# %% ../nbs/13_explore.ipynb #e27c1003
+def _has_drawing(explorer: Explorer, title: str) -> bool:
+    "Whether `title` was drawn for the filters of now, in this load."
+    return _drawing_key(explorer, title) in explorer._drawings
+
 # %% ../nbs/13_explore.ipynb #f8d2e180
 def _drawn(explorer: Explorer) -> tuple:
-    "The summary and the plots of `explorer.filtered`, drawn once per set of filters and load."
-    filtered = explorer.filtered
-    return _cached(explorer, "Overview",
-                   lambda: (_summary_html(filtered), {name: _plot_html(name, filtered) for name in PLOTS}))
+    "The summary and the plots of `explorer.filtered`, all drawn now (each once per set of filters and load)."
+    return (_cached(explorer, "Overview", lambda: _summary_html(explorer.filtered)),
+            {name: _cached(explorer, f"Overview {name}", lambda: _plot_html(name, explorer.filtered)) for name in PLOTS})
+
+# %% ../nbs/13_explore.ipynb #e27c1005
+_IDLE_STEP = 0.005  # seconds the kernel's event loop has to handle what came in before the next plot is drawn
+
+# %% ../nbs/13_explore.ipynb #e27c1006
+def _soon(action: Callable) -> bool:
+    "Call `action` from the running event loop (a kernel's) once it handled what came in; False when none runs."
+    try: loop = asyncio.get_running_loop()
+    except RuntimeError: return False
+    loop.call_later(_IDLE_STEP, action)
+    return True
+
+# %% ../nbs/13_explore.ipynb #e27c1007
+def _show_plot(explorer: Explorer, name: str):
+    "Show the plot `name` of `explorer.filtered`, drawn once per set of filters and load."
+    view = explorer.plots[name]
+    view.value = _cached(explorer, f"Overview {name}", lambda: _plot_html(name, explorer.filtered))
+    view.remove_class("mr-stale")
+
+# %% ../nbs/13_explore.ipynb #e27c1008
+def _draw_pending(explorer: Explorer):
+    "Draw now every plot still waiting."
+    while explorer._pending: _show_plot(explorer, explorer._pending.pop(0))
+
+# %% ../nbs/13_explore.ipynb #e27c1009
+def _draw_next(explorer: Explorer):
+    "Draw the next plot waiting, and ask the event loop for another turn while some wait."
+    explorer._chained = False
+    if explorer._pending: _show_plot(explorer, explorer._pending.pop(0))
+    if explorer._pending: explorer._chained = _soon(lambda: _draw_next(explorer))
+
+# %% ../nbs/13_explore.ipynb #e27c100a
+def _draw_plots(explorer: Explorer, names: list):
+    "Draw the plots `names` for the filters of now: each in a turn of the kernel's event loop, or now if none runs."
+    explorer._pending = list(names)  # what waited for other filters is forgotten
+    if explorer._chained or not names: return  # a turn is asked for already
+    explorer._chained = _soon(lambda: _draw_next(explorer))
+    if not explorer._chained: _draw_pending(explorer)
 
 # %% ../nbs/13_explore.ipynb #96ba03d5
 def _narrow(explorer: Explorer):
@@ -498,7 +557,7 @@ def _narrow(explorer: Explorer):
     with _hushed(self): _count_endings(self, others)
     self.filtered = others.where(ended_by=conditions["ended_by"]) if "ended_by" in conditions else others
     if self.opened is not None and self.opened not in self.filtered.attempts.index: self.open(None)
-    self._stale = set(self.tabs.titles)
+    self._stale, self._pending = set(self.tabs.titles), []  # what waited to be drawn is for filters left
     _draw_shown(self)
 
 # %% ../nbs/13_explore.ipynb #a24b7d2c

@@ -28,6 +28,7 @@ if not _backend_chosen(): matplotlib.use("Agg")  # a script draws to files; a no
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
@@ -730,9 +731,10 @@ def png(figure: Figure,  # the figure to draw (left open)
     import io
     from PIL import Image
     drawn, small = io.BytesIO(), io.BytesIO()
-    figure.savefig(drawn, format="png", dpi=SCREEN_DPI * scale, bbox_inches="tight")
-    Image.open(drawn).convert("RGB").quantize(colours, Image.Quantize.MEDIANCUT).save(small, format="png",
-                                                                                      optimize=True)
+    fits = isinstance(figure.get_layout_engine(), ConstrainedLayoutEngine)  # it fits itself: no second pass to crop
+    figure.savefig(drawn, format="png", dpi=SCREEN_DPI * scale, bbox_inches=None if fits else "tight",
+                   pil_kwargs={"compress_level": 0})  # stored, not compressed: it is read back at once
+    Image.open(drawn).convert("RGB").quantize(colours, Image.Quantize.FASTOCTREE).save(small, format="png")
     return small.getvalue()
 
 # %% ../nbs/10_plots.ipynb #24ad846e

@@ -110,8 +110,20 @@ def page_explorer(environ=None,  # the environment `serve` set (default: `os.env
     cache = environ.get(NO_CACHE_ENV) != "1"
     confined = environ.get(ANY_PATH_ENV) != "1" and tree is not None
     explorer = (ConfinedExplorer if confined else Explorer)(tree, load=load, key=key, cache=cache)
+    explorer.draw_now()  # its plots too: a pre-warmed kernel has the time, the page's first view has not
     if environ.get(_READY_ENV): Path(environ[_READY_ENV]).touch()  # drawn: `serve` may print the address now
     return explorer
+
+# %% ../nbs/14_serve.ipynb #e27d1002
+def _views(widget) -> int:
+    "How many views a page draws for `widget` and the widgets in it: one per widget drawn in the page."
+    from ipywidgets import DOMWidget
+    return int(isinstance(widget, DOMWidget)) + sum(_views(child) for child in getattr(widget, "children", ()))
+
+# %% ../nbs/14_serve.ipynb #e27d1003
+def _expect_html(explorer: Explorer) -> str:
+    "An invisible mark telling the page's loading bar how many widget views the page of `explorer` draws."
+    return f'<div id="mr-expect" data-widgets="{_views(explorer.widget)}" hidden></div>'
 
 # %% ../nbs/14_serve.ipynb #2c3d4e5f
 def _trust(notebook: Path, data_dir: Path):

@@ -800,3 +800,44 @@ def test_wide_tables_scroll_inside_themselves_answer_columns_first(tables):
     explorer.show_tab("Compare")
     assert explorer.compare_mode.style.button_width == "auto"  # "this tree against another" whole
     explorer.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# The Overview in a kernel: the summary at once, the plots in turns of the event loop
+
+def test_in_a_kernel_a_filter_change_returns_with_the_summary_and_the_plots_follow(keyed, monkeypatch):
+    import asyncio
+    import modelrecord.explore as explore
+    drawn = []  # (plot, attempts it was drawn for)
+    original = explore._plot_html
+    monkeypatch.setattr(explore, "_plot_html", lambda name, tables: drawn.append((name, len(tables.attempts)))
+                        or original(name, tables))
+    models = [value for _, value in keyed.model.options][1:3]
+    stale = lambda: [name for name in PLOTS if "mr-stale" in keyed.plots[name]._dom_classes]
+
+    async def clicks():  # as a kernel runs a widget's change: inside its running event loop
+        summary = keyed.summary.value
+        keyed.model.value = models[0]
+        assert keyed.summary.value != summary and drawn == [] and stale() == list(PLOTS)  # returned before any plot
+        while not drawn: await asyncio.sleep(0.001)  # the loop had a turn: the first plot is drawn
+        keyed.model.value = models[1]  # a click meanwhile: models[0]'s other plots are never drawn
+        assert stale() == list(PLOTS)
+        while keyed._pending or keyed._chained: await asyncio.sleep(0.001)
+    asyncio.run(clicks())
+    counts = [int((keyed.tables.attempts.model == model).sum()) for model in models]
+    assert drawn[0] == (PLOTS[0], counts[0]) and len(drawn) == 1 + len(PLOTS), drawn
+    assert drawn[1:] == [(name, counts[1]) for name in PLOTS] and stale() == []
+    assert keyed.plots["cost_by_model"].value == original("cost_by_model", keyed.filtered)
+    keyed.model.value = models[0]  # outside a loop (a script): drawn before the change returns, the one seen from cache
+    assert stale() == [] and len(drawn) == 2 * len(PLOTS) and (PLOTS[0], counts[0]) not in drawn[1 + len(PLOTS):]
+
+
+def test_draw_now_draws_the_plots_still_waiting(keyed):
+    import asyncio
+
+    async def click():
+        keyed.model.value = [value for _, value in keyed.model.options][1]
+        assert keyed._pending == list(PLOTS)
+        keyed.draw_now()
+        assert keyed._pending == [] and all("mr-stale" not in keyed.plots[n]._dom_classes for n in PLOTS)
+    asyncio.run(click())

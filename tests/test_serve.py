@@ -1,5 +1,6 @@
 """`serve` refuses what it cannot serve before anything starts, and the served page's explorer opens
 only the tree it was started on (the server itself, in a browser: tests/test_serve_browser.py)."""
+import re
 import shutil
 import socket
 import time
@@ -126,3 +127,6 @@ def test_the_address_is_printed_once_the_page_is_drawn(tmp_path):
         waited = time.monotonic() - started
     assert "modelrecord" in page
     assert waited <= 5, f"the page took {waited:.1f} s after its address was printed"
+    # until the summary shows, a bar with counts says what the page waits for (not Voila's bare "Running ...")
+    assert 'id="mr-loading-bar"' in page and "#loading { display: none !important; }" in page
+    assert re.search(r"mr-expect[^>]{0,20}data-widgets=[^0-9]{0,4}[1-9][0-9]*", page), "the page gives its bar no count"
