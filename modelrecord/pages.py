@@ -294,10 +294,11 @@ def _rule(align: str, width: int) -> str:
 def markdown_table(headers: list, # the column names
                    cells: list, # one list of text cells per row
                    align: str, # one letter per column: `l` left, `r` right, `c` centre
-                   escape_pipes: bool = False, # write `|` in a cell as `\|`
+                   escape_pipes: bool = False, # write `|` in a cell (a header too) as `\|`
                   ) -> str:
     "A Markdown table, each column padded to its widest cell, each line ending in a newline."
-    if escape_pipes: cells = [[cell.replace("|", "\\|") for cell in row] for row in cells]
+    escaped = lambda row: [cell.replace("|", "\\|") for cell in row] if escape_pipes else list(row)
+    headers, cells = escaped(headers), [escaped(row) for row in cells]
     widths = [max(_MIN_WIDTH[a], len(h), *(len(row[i]) for row in cells)) for i, (h, a) in enumerate(zip(headers, align))]
     line = lambda row: "|" + "".join(f" {_padded(c, a, w)} |" for c, a, w in zip(row, align, widths)) + "\n"
     return line(headers) + "|" + "".join(f" {_rule(a, w)} |" for a, w in zip(align, widths)) + "\n" + "".join(map(line, cells))

@@ -229,10 +229,11 @@ def test_a_ratio_reads_with_its_wilson_interval(n, d, text):
     assert ratio_cell({"numerator": n, "denominator": d}, intervals=True) == text
 
 
-def test_wilson_agrees_with_statsmodels():
-    proportion = pytest.importorskip("statsmodels.stats.proportion")
-    for n, d in [(0, 1), (3, 7), (17, 19), (250, 258), (1, 1000)]:
-        low, high = proportion.proportion_confint(n, d, alpha=0.05, method="wilson")
+def test_a_page_interval_is_the_one_the_summaries_print():
+    "The pages' Wilson interval (standard library only) agrees with `summary.wilson`, the explorer's and the CLI's."
+    summary = pytest.importorskip("modelrecord.summary")
+    for n, d in [(0, 1), (3, 7), (8, 10), (17, 19), (250, 258), (1, 1000)]:
+        low, high = summary.wilson(n, d)
         assert wilson_percent(n, d) == (int(low * 100 + 0.5), int(high * 100 + 0.5))
 
 
@@ -358,3 +359,43 @@ def test_a_plan_file_in_yaml_or_json_overrides_what_it_names(tmp_path):
     (tmp_path / "list.json").write_text("[]")
     with pytest.raises(PlanError, match="a plan is a mapping of fields, not list"):
         load_plan(tmp_path / "list.json")
+
+
+# --- properties ------------------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_cell = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda n: st.tuples(st.lists(_cell, min_size=n, max_size=n),
+                                                     st.lists(st.lists(_cell, min_size=n, max_size=n), max_size=4),
+                                                     st.text("lrc", min_size=n, max_size=n))))
+def test_a_table_reads_back_as_the_cells_it_was_given(table):
+    "Every line as long as the others, and splitting a line on its unescaped `|` gives back the escaped cells."
+    headers, cells, align = table
+    drawn = markdown_table(headers, cells, align, escape_pipes=True).splitlines()
+    assert len({len(line) for line in drawn}) == 1 and len(drawn) == len(cells) + 2
+    for line, row in zip([drawn[0]] + drawn[2:], [headers] + cells):
+        parts = re.split(r"(?<!\\)\|", line)[1:-1]
+        assert [part[1:-1].strip(" ") for part in parts] == [c.replace("|", "\\|").strip(" ") for c in row]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(max_size=40), st.text(max_size=40), st.text(st.characters(blacklist_characters="<"), max_size=40))
+def test_a_splice_is_idempotent_and_keeps_what_lies_outside_the_markers(before, after, body):
+    start, end = markers("X")
+    page = before.replace("<!--", "") + start + "old" + end + after
+    once = splice(page, "X", body, "p.md")
+    assert splice(once, "X", body, "p.md") == once
+    assert once.startswith(before.replace("<!--", "") + start) and once.endswith(end + after)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 500).flatmap(lambda d: st.tuples(st.integers(0, d), st.just(d))))
+def test_an_interval_holds_its_rate(ratio):
+    numerator, denominator = ratio
+    if denominator == 0: return
+    low, high = wilson_percent(numerator, denominator)
+    assert 0 <= low <= round(100 * numerator / denominator) <= high <= 100
