@@ -227,7 +227,7 @@ _STYLE = """
 body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#263238}
 header,main,footer{max-width:1180px;margin:0 auto;padding:0 16px}
 h1{font-size:1.5rem;margin:20px 0 4px}h2{font-size:1.25rem;margin:36px 0 8px;border-bottom:1px solid #cfd8dc}
-h3{font-size:1.05rem;margin:20px 0 6px}p{margin:6px 0}nav ul{display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;list-style:none}
+h3{font-size:1.05rem;margin:20px 0 6px}p{margin:6px 0}h1,h2,h3,p{overflow-wrap:anywhere}nav ul{display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;list-style:none}
 .mr-wide{overflow-x:auto;width:fit-content;max-width:100%;border:1px solid #eceff1;border-radius:4px}
 table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}
 th,td{padding:4px 8px;text-align:right;white-space:nowrap;border-bottom:1px solid #eceff1}
@@ -235,7 +235,7 @@ thead th{background:#f5f7f8}th:first-child,td:first-child{text-align:left;positi
 thead th:first-child{background:#f5f7f8}.mr-note,footer{color:#546e7a;font-size:12px}
 figure{margin:18px 0}figure img{display:block;max-width:100%;height:auto}figcaption{color:#546e7a;font-size:12px}
 @media (max-width:640px){body{font-size:14px}header,main,footer{padding:0 10px}h2{margin-top:28px}
-tbody th{white-space:normal;overflow-wrap:anywhere;min-width:7em;max-width:40vw}}
+tbody th{white-space:normal;overflow-wrap:break-word;min-width:7em;max-width:45vw}}
 """
 
 # %% ../nbs/10a_report.ipynb #d3af9bb9
