@@ -82,7 +82,8 @@ def _runs_frame(tables: Tables) -> pd.DataFrame:
                          "attempts": table.attempts.map(count_text).to_numpy()})
 
 # %% ../nbs/10a_report.ipynb #b594d5e9
-def runs_section(tables: Tables) -> ReportSection:
+def runs_section(tables: Tables, # the tables of a tree
+                ) -> ReportSection:
     "The section of the runs of `tables`: how many attempts of how many models, and a row per run."
     lines = [f"{plural(len(tables.attempts), 'attempt')} of {plural(tables.attempts.model.nunique(), 'model')} "
              f"in {plural(tables.runs.run_id.nunique(), 'run')}."]
