@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['EXTRA_MODULES', 'needs', 'parser', 'main', 'validate_command', 'summary_command', 'score_command', 'export_command',
-           'cache_command', 'explore_command', 'compare_command', 'runs_command']
+           'cache_command', 'explore_command', 'compare_command', 'runs_command', 'report_command']
 
 # %% ../nbs/17_cli.ipynb #4a0c82f2
 import argparse
@@ -470,6 +470,65 @@ def _runs_parser(commands):
     "`runs [PATH]` and its options."
     sub = _command_parser(commands, "runs", runs_command, "list the runs of a tree: id, commit, start, models, attempts")
     sub.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
+    sub.add_argument("--workers", **_WORKERS)
+    sub.add_argument("--salvage", **_SALVAGE)
+    sub.add_argument("--no-cache", **_UNCACHED)
+
+# %% ../nbs/17_cli.ipynb #f15fe041
+def _report_misuse(args) -> str | None:
+    "Why `report`'s options cannot go together, or None when they can."
+    if args.compare_key and not args.compare: return "--compare-key needs a tree to compare with: give it with --compare OTHER"
+    if args.verdict and not args.key and args.path: return "--verdict needs an answer key: give it with --key KEY"
+    out = Path(args.output)
+    if out.is_dir(): return f"-o {printable_path(out)} is a directory: give the HTML file to write"
+    if not out.parent.is_dir(): return f"-o: there is no directory {printable_path(out.parent)} to write the report into"
+    return None
+
+# %% ../nbs/17_cli.ipynb #33916c45
+def _report_page(args, tree: Path) -> str:
+    "The report page of `tree` (and of `--compare`), the trees read as the command line asks."
+    from modelrecord.report import report_html
+    tables = _loaded(args, tree, content=bool(args.key))
+    other = _loaded(args, Path(args.compare), content=bool(args.key)) if args.compare else None
+    by = "row" if args.by == "row" else args.by.split(",")
+    title = f"Report on {printable_path(args.path)}" if args.path else "Report on the bundled example tree"
+    return report_html(tables, args.key, other, compare_key=args.compare_key, verdict=args.verdict, by=by, title=title,
+                       baseline=printable_path(args.compare) if args.compare else None)
+
+# %% ../nbs/17_cli.ipynb #0947da87
+@needs("analysis")
+@needs("explore")
+def report_command(args) -> int:
+    "Write the report of a tree (scored with `--key`, compared with `--compare`) as one self-contained HTML file."
+    from modelrecord.key import AnswerKeyError
+    from modelrecord.report import write_report
+    misuse = _report_misuse(args)
+    if misuse: return _misused(misuse)
+    if not args.path:
+        from modelrecord.sample import example_key
+        args.key = args.key or example_key()  # the example is scored against its own key, as `score` does
+    try: page = _report_page(args, _tree(args.path))
+    except ShardError as error: return _unreadable(error)
+    except AnswerKeyError as error: return _refused(error)
+    except ValueError as error: return _misused(error)  # a --by that names no column
+    try: written = write_report(args.output, page)
+    except OSError as error: return _refused(error)
+    print(f"{printable_path(written)}: {plural(len(page.encode('utf-8')), 'byte')}, self-contained")
+    return 0
+
+# %% ../nbs/17_cli.ipynb #f69d5e24
+@_subcommand
+def _report_parser(commands):
+    "`report [PATH] -o OUT` and its options."
+    sub = _command_parser(commands, "report", report_command,
+                          "write a tree's report (summary, scores, comparison, plots) as one self-contained HTML file")
+    sub.add_argument("-o", "--output", required=True, metavar="OUT", help="the HTML file to write (its directory must exist)")
+    sub.add_argument("--key", help="the answer key (JSON or YAML): adds the score table (default without PATH: the example's)")
+    sub.add_argument("--compare", metavar="OTHER", help="a baseline tree: adds the comparison, OTHER before and PATH after")
+    sub.add_argument("--compare-key", metavar="KEY", help="the answer key of OTHER (default: --key)")
+    sub.add_argument("--verdict", **_VERDICT)
+    sub.add_argument("--by", default="model,surface",
+                     help="attempt columns a row of the score table stands for, comma-separated, or 'row' (default: model,surface)")
     sub.add_argument("--workers", **_WORKERS)
     sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
