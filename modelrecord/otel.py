@@ -60,15 +60,6 @@ def _attributes(pairs: dict) -> list:
     "`KeyValue`s of the `pairs` whose value is not None."
     return [KeyValue(key=key, value=_any_value(value)) for key, value in pairs.items() if value is not None]
 
-# %% ../nbs/19_otel.ipynb #2aa64a60
-def _python_value(value: AnyValue):
-    "The Python value of an OTLP `AnyValue` (arrays as lists, key-value lists as dicts, bytes as hex)."
-    which = value.WhichOneof("value")
-    if which == "array_value": return [_python_value(v) for v in value.array_value.values]
-    if which == "kvlist_value": return {kv.key: _python_value(kv.value) for kv in value.kvlist_value.values}
-    if which == "bytes_value": return value.bytes_value.hex()
-    return None if which is None else getattr(value, which)
-
 # %% ../nbs/19_otel.ipynb #babef5d9
 def _own_value(value):
     "A field's value as an attribute value: raw JSON and mappings as JSON text."
@@ -401,28 +392,61 @@ class _Span(msgspec.Struct):
     resource: dict
     source: str
 
-# %% ../nbs/19_otel.ipynb #91733896
-def _spans_of(request: ExportTraceServiceRequest, source: str) -> list:
-    "The `_Span`s of a request read from `source`."
-    attrs = lambda pairs: {kv.key: _python_value(kv.value) for kv in pairs}
-    return [_Span(span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex(), span.name,
-                  span.start_time_unix_nano, span.end_time_unix_nano, span.status.code == Status.STATUS_CODE_ERROR,
-                  span.status.message, attrs(span.attributes), [(e.name, attrs(e.attributes)) for e in span.events],
-                  resource, source)
-            for resource_spans in request.resource_spans for resource in [attrs(resource_spans.resource.attributes)]
-            for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
+# %% ../nbs/19_otel.ipynb #59b0a5a1
+def _json_value(value: dict):
+    "The Python value of an `AnyValue` in the JSON mapping."
+    if not value: return None
+    (kind, item), = value.items()
+    if kind == "intValue": return int(item)
+    if kind == "doubleValue": return float(item)
+    if kind == "arrayValue": return [_json_value(v) for v in item.get("values", [])]
+    if kind == "kvlistValue": return _json_attributes(item.get("values", []))
+    if kind == "bytesValue": return base64.b64decode(item).hex()
+    return item
 
-# %% ../nbs/19_otel.ipynb #a5392f00
-def _requests_in(path: Path) -> list:
-    "The requests of one OTLP/JSON file: a single JSON document, or one per line; a `ValueError` naming the file."
-    text = path.read_text(encoding="utf-8")
-    try: documents = [json.loads(text)]
-    except json.JSONDecodeError:
-        try: documents = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as bad: raise ValueError(f"{printable_path(path)}: not OTLP/JSON ({bad})") from None
-    try: return [parse_otlp_json(document) for document in documents]
-    except (json_format.ParseError, TypeError, AttributeError) as bad:
-        raise ValueError(f"{printable_path(path)}: not an OTLP/JSON trace request ({bad})") from None
+# %% ../nbs/19_otel.ipynb #2291dc09
+def _json_attributes(pairs: list) -> dict:
+    "`{key: value}` of a list of `KeyValue`s in the JSON mapping."
+    return {pair["key"]: _json_value(pair.get("value") or {}) for pair in pairs}
+
+# %% ../nbs/19_otel.ipynb #cf9a9a9e
+def _hex_id(text: str, size: int) -> str:
+    "An id of the JSON mapping as hex: OTLP/JSON's hex as it is, `json_format`'s base64 decoded."
+    if len(text) == 2 * size: return text.lower()
+    return base64.b64decode(text).hex() if text else ""
+
+# %% ../nbs/19_otel.ipynb #f1995e0d
+_ERROR = (2, "STATUS_CODE_ERROR")  # the status code of a failed span, as an integer or by name
+
+# %% ../nbs/19_otel.ipynb #c8cc7799
+def _json_span(span: dict, resource: dict, source: str) -> _Span:
+    "A `_Span` of one span of the JSON mapping."
+    status = span.get("status") or {}
+    return _Span(_hex_id(span.get("traceId", ""), 16), _hex_id(span.get("spanId", ""), 8),
+                 _hex_id(span.get("parentSpanId", ""), 8), span.get("name", ""), int(span.get("startTimeUnixNano", 0)),
+                 int(span.get("endTimeUnixNano", 0)), status.get("code") in _ERROR, status.get("message", ""),
+                 _json_attributes(span.get("attributes", [])),
+                 [(e.get("name", ""), _json_attributes(e.get("attributes", []))) for e in span.get("events", [])],
+                 resource, source)
+
+# %% ../nbs/19_otel.ipynb #7af927ec
+def _spans_of(document: dict, source: str) -> list:
+    "The `_Span`s of one request in the JSON mapping, read from `source`."
+    return [_json_span(span, resource, source) for resource_spans in document.get("resourceSpans", [])
+            for resource in [_json_attributes((resource_spans.get("resource") or {}).get("attributes", []))]
+            for scope_spans in resource_spans.get("scopeSpans", []) for span in scope_spans.get("spans", [])]
+
+# %% ../nbs/19_otel.ipynb #fb92abed
+def _documents_in(path: Path) -> list:
+    "The requests of one OTLP/JSON file (one JSON document, or one per line); a `ValueError` naming the file."
+    data = path.read_bytes()
+    try: documents = [msgspec.json.decode(data)]
+    except msgspec.DecodeError:
+        try: documents = [msgspec.json.decode(line) for line in data.splitlines() if line.strip()]
+        except msgspec.DecodeError as bad: raise ValueError(f"{printable_path(path)}: not OTLP/JSON ({bad})") from None
+    if not all(isinstance(d, dict) and "resourceSpans" in d for d in documents):
+        raise ValueError(f"{printable_path(path)}: not an OTLP/JSON trace request (no resourceSpans)")
+    return documents
 
 # %% ../nbs/19_otel.ipynb #3e0fb693
 def _otlp_files(source) -> list:
@@ -564,11 +588,12 @@ def _json_text(value) -> msgspec.Raw:
         except msgspec.DecodeError: return msgspec.Raw(msgspec.json.encode(value))
     return msgspec.Raw(msgspec.json.encode(value))
 
-# %% ../nbs/19_otel.ipynb #5603f7c0
+# %% ../nbs/19_otel.ipynb #8c71fb3f
 def _call(span: _Span, attempt: str, turn: int, index: int) -> Call:
     "The call line of a tool span, after turn `turn`, the `index`-th of its attempt unless it says otherwise."
     attributes = span.attributes
-    tool = _first(attributes, "gen_ai.tool.name", "tool.name", default=span.name.removeprefix("execute_tool "))
+    tool = _first(attributes, "gen_ai.tool.name", "tool.name", "traceloop.entity.name",
+                  default=span.name.removeprefix("execute_tool "))
     result, own = _json_text(attributes.get("gen_ai.tool.call.result")), _own_fields(attributes, "call")
     if not own:  # ours was capped when it was recorded; another's is capped here, as the writer caps
         result, cut = cap_result(result)
@@ -720,15 +745,25 @@ def _import_text(summary: dict, to: Path) -> str:
             f"{summary['turns']} turns, {summary['calls']} calls"
             + (f"; {sum(unplaced.values())} spans not placed: {named}" if unplaced else ""))
 
-# %% ../nbs/19_otel.ipynb #10ddb7ab
+# %% ../nbs/19_otel.ipynb #0664a3c0
+def _read_spans(files: list) -> list:
+    "Every span of the files; a `ValueError` naming the file whose spans are not of the JSON mapping."
+    spans = []
+    for path in files:
+        try: spans += [span for document in _documents_in(path) for span in _spans_of(document, printable_path(path))]
+        except (AttributeError, KeyError, TypeError, ValueError, msgspec.ValidationError) as bad:
+            if str(bad).startswith(printable_path(path)): raise
+            raise ValueError(f"{printable_path(path)}: not an OTLP/JSON trace request ({bad!r})") from None
+    return spans
+
+# %% ../nbs/19_otel.ipynb #261240f4
 def import_otlp(source, # an OTLP/JSON file, or a directory of them (.json, .jsonl)
                 to, # the shard tree to write (refused when it exists and is not empty)
                ) -> Summary:
     "Read OTLP/JSON GenAI traces into a new shard tree at `to`; what was read, and the spans not placed, by name."
     to = _fresh_tree(to)
     files = _otlp_files(source)
-    spans = [span for path in files for request in _requests_in(path)
-             for span in _spans_of(request, printable_path(path))]
+    spans = _read_spans(files)
     attempts, unplaced = _placed(spans)
     shards = _shards(attempts)
     counts = Counter(type(line).__name__.lower() for lines in shards.values() for line in lines)
