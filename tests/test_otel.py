@@ -290,3 +290,16 @@ def test_an_endpoint_that_refuses_is_an_os_error_naming_it(collector, small):
     url, handler = collector
     handler.status = 500
     with pytest.raises(OSError, match=f"{url}/v1/traces: HTTP Error 500"): otel.export_otlp(small, endpoint=url)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line (its import/export plumbing lives in nbs/17_cli.ipynb)
+
+def test_the_command_line_exports_and_imports_otlp(small, tmp_path, capsys):
+    from modelrecord.cli import parser
+    if "import" not in parser()._actions[-1].choices: pytest.skip("this command line has no 'import' yet")
+    assert main(["export", str(small), "--to", str(tmp_path / "t.json"), "--format", "otlp"]) == 0
+    assert main(["import", str(tmp_path / "t.json"), "--to", str(tmp_path / "back")]) == 0  # the format inferred
+    assert tree_bytes(tmp_path / "back") == tree_bytes(small)
+    assert main(["import", str(tmp_path / "t.json"), "--to", str(tmp_path / "back")]) == 1  # not a new tree
+    assert "exists and is not empty" in capsys.readouterr().err
