@@ -6,7 +6,7 @@
 __all__ = ['SEMCONV_VERSION', 'SCHEMA_URL', 'OWN', 'ROLES', 'TIME_ORIGIN', 'PROVIDER_NAMES', 'SPANS_PER_REQUEST', 'otlp_request',
            'otlp_json', 'parse_otlp_json', 'Summary', 'export_otlp', 'import_otlp']
 
-# %% ../nbs/19_otel.ipynb #7fd7c5c5
+# %% ../nbs/19_otel.ipynb #ff78b1f8
 import base64
 import hashlib
 import json
@@ -25,6 +25,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from . import __version__
+from .formatting import plural
 from .reader import printable_path, read_shards
 from .record import (
     ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_PROVIDER_ERROR, ENDED_SKIPPED, GO_ZERO_TIME, MAX_LINE_BYTES,
@@ -253,10 +254,10 @@ def _resource(shard, run: Optional[Run], sessions: list) -> Resource:
         f"{OWN}run": encode(run).decode() if run else None,
         f"{OWN}sessions": [encode(s).decode() for s in sessions] or None}))
 
-# %% ../nbs/19_otel.ipynb #2c871f90
+# %% ../nbs/19_otel.ipynb #fdda80a8
 def _shard_spans(shard, counts: Counter) -> ResourceSpans:
     "The `ResourceSpans` of one shard, its attempts placed one after another from its run's start."
-    run, sessions, attempts, counts["left out"] = _by_attempt(shard.records)
+    run, sessions, attempts, orphans = _by_attempt(shard.records)
     started = run and run.started_at != GO_ZERO_TIME
     now, spans, seen = _nanoseconds(run.started_at) if started else TIME_ORIGIN, [], Counter()
     for attempt, lines, verifies in attempts:
@@ -264,7 +265,7 @@ def _shard_spans(shard, counts: Counter) -> ResourceSpans:
         trace_id = _digest(run.run_id if run else shard.name, attempt.id, seen[attempt.id] - 1, size=16)
         made, now = _attempt_spans(attempt, lines, verifies, trace_id, now, _provider(run, attempt.model))
         spans += made
-    counts.update(attempts=len(attempts), spans=len(spans))
+    counts.update({"attempts": len(attempts), "spans": len(spans), "left out": orphans})
     scope = InstrumentationScope(name="modelrecord.otel", version=__version__)
     return ResourceSpans(resource=_resource(shard, run, sessions),
                          scope_spans=[ScopeSpans(scope=scope, spans=spans, schema_url=SCHEMA_URL)])
@@ -347,12 +348,12 @@ class Summary(dict):
     "What an export or import did, as data; printed as a line a person reads."
     def __str__(self): return self["text"]
 
-# %% ../nbs/19_otel.ipynb #e1089885
+# %% ../nbs/19_otel.ipynb #8e6fe65b
 def _export_text(counts: Counter, where: str) -> str:
     "The line an export prints."
-    left = f"; {counts['left out']} lines whose attempt is not in their shard left out" if counts["left out"] else ""
-    return (f"{where}: {counts['attempts']} traces, {counts['spans']} spans ({counts['invoke_agent']} invoke_agent, "
-            f"{counts['chat']} chat, {counts['execute_tool']} execute_tool){left}")
+    left = f"; {plural(counts['left out'], 'line')} left out (its attempt is not in its shard)" if counts["left out"] else ""
+    return (f"{where}: {plural(counts['attempts'], 'trace')}, {plural(counts['spans'], 'span')} "
+            f"({counts['invoke_agent']:,} invoke_agent, {counts['chat']:,} chat, {counts['execute_tool']:,} execute_tool){left}")
 
 # %% ../nbs/19_otel.ipynb #52b304dc
 def export_otlp(tree, # a shard tree, or one shard file
@@ -736,14 +737,14 @@ def _shards(attempts: dict) -> dict:
         shards[name] = _shard_lines(run, sessions, records)
     return shards
 
-# %% ../nbs/19_otel.ipynb #c1ab91f2
+# %% ../nbs/19_otel.ipynb #5e81e90d
 def _import_text(summary: dict, to: Path) -> str:
     "The line an import prints."
     unplaced = summary["unplaced"]
     named = ", ".join(f"{n} {name!r}" for name, n in sorted(unplaced.items(), key=lambda kv: (-kv[1], kv[0])))
-    return (f"wrote {printable_path(to)}: {summary['shards']} shards, {summary['attempts']} attempts, "
-            f"{summary['turns']} turns, {summary['calls']} calls"
-            + (f"; {sum(unplaced.values())} spans not placed: {named}" if unplaced else ""))
+    counts = ", ".join(plural(summary[f"{noun}s"], noun) for noun in ("shard", "attempt", "turn", "call"))
+    return (f"wrote {printable_path(to)}: {counts}"
+            + (f"; {plural(sum(unplaced.values()), 'span')} not placed: {named}" if unplaced else ""))
 
 # %% ../nbs/19_otel.ipynb #0664a3c0
 def _read_spans(files: list) -> list:

@@ -127,6 +127,16 @@ def test_an_export_is_reproducible(small, tmp_path):
     assert (tmp_path / "one.json").read_bytes() == (tmp_path / "two.json").read_bytes()
 
 
+def test_a_line_whose_attempt_is_not_in_its_shard_is_counted_as_left_out(tmp_path):
+    from modelrecord.record import Run, Turn, encode
+    shard = tmp_path / "modeleval-orphan.jsonl"
+    shard.write_bytes(b"".join(encode(line) + b"\n" for line in (
+        Run(run_id="r", repeat=1), Turn(attempt="elsewhere", index=1, try_=1, status="ok"))))
+    summary = otel.export_otlp(tmp_path, tmp_path / "t.json")
+    assert (summary["left out"], summary["spans"]) == (1, 0)
+    assert str(summary).endswith("; 1 line left out (its attempt is not in its shard)")
+
+
 # ---------------------------------------------------------------------------------------------
 # Import of the export
 
