@@ -9,7 +9,7 @@ __all__ = ['RECORD_VERSION', 'RULES', 'RULE_NAMES', 'messages', 'fill', 'go_quot
            'provenance_difference', 'merge_refusal', 'merge_rows', 'Fold', 'fold', 'row_findings', 'revision_notes',
            'Options', 'Outcome', 'repository_root', 'answer_key', 'check', 'write', 'publish']
 
-# %% ../nbs/09b_publish.ipynb #ab9d8ff8
+# %% ../nbs/09b_publish.ipynb #f88014bc
 import datetime as dt
 import fcntl
 import json
@@ -28,24 +28,24 @@ import msgspec
 
 from .record import GO_ZERO_TIME, RunRecord, SessionRecord, decode_hook
 
-# %% ../nbs/09b_publish.ipynb #a1193bd3
+# %% ../nbs/09b_publish.ipynb #c6abd86b
 @cache
 def messages() -> dict:
     "The literal messages of `publish-preset.json`: provenance and rule whys, usage, merge and write errors."
     data = resources.files("modelrecord").joinpath("data", "publish-preset.json").read_text(encoding="utf-8")
     return json.loads(data)["messages"]
 
-# %% ../nbs/09b_publish.ipynb #a1374add
+# %% ../nbs/09b_publish.ipynb #d5b8095e
 def fill(template: str, **values) -> str:
     "`template` with each `<name>` replaced by `values[name]`."
     for name, value in values.items(): template = template.replace(f"<{name}>", str(value))
     return template
 
-# %% ../nbs/09b_publish.ipynb #60a82898
+# %% ../nbs/09b_publish.ipynb #7e961be5
 _SHORT_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t", "\v": r"\v",
                   '"': r"\"", "\\": r"\\"}
 
-# %% ../nbs/09b_publish.ipynb #3d09a479
+# %% ../nbs/09b_publish.ipynb #f9ec3563
 def go_quote(text: str) -> str:
     "`text` quoted as Go's `strconv.Quote` (`%q`) quotes it."
     def one(ch):
@@ -55,7 +55,7 @@ def go_quote(text: str) -> str:
         return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
     return '"' + "".join(map(one, text)) + '"'
 
-# %% ../nbs/09b_publish.ipynb #99e1a066
+# %% ../nbs/09b_publish.ipynb #d90e9c06
 class _Ratio(msgspec.Struct):
     "A published column: what happened over what could have."
     numerator: int = 0
@@ -73,7 +73,7 @@ class _Shown(msgspec.Struct):
     max: int = 0
     overflowed: int = 0
 
-# %% ../nbs/09b_publish.ipynb #0b046861
+# %% ../nbs/09b_publish.ipynb #a418d739
 def _ratio(): return msgspec.field(default_factory=_Ratio)
 
 class _Columns(msgspec.Struct):
@@ -87,7 +87,7 @@ class _Columns(msgspec.Struct):
     completion: _Ratio = _ratio()
     overhead: _Overhead = msgspec.field(default_factory=_Overhead)
 
-# %% ../nbs/09b_publish.ipynb #5577172d
+# %% ../nbs/09b_publish.ipynb #7351d91d
 class _Counts(msgspec.Struct):
     "How many attempts ended each way, and what was counted apart."
     attempts: int = 0
@@ -109,7 +109,7 @@ class _Tokens(msgspec.Struct):
     cache_created: int = 0
     cache_read: int = 0
 
-# %% ../nbs/09b_publish.ipynb #98153680
+# %% ../nbs/09b_publish.ipynb #423f1d59
 class _Key(msgspec.Struct):
     "A row's identity: two rows differing anywhere here are two measurements."
     model: str = ""
@@ -124,7 +124,7 @@ class _Key(msgspec.Struct):
     tool_schema_digest: str = ""
     repeat: int = 0
 
-# %% ../nbs/09b_publish.ipynb #3ab22aff
+# %% ../nbs/09b_publish.ipynb #bef9c50c
 class _Provenance(msgspec.Struct):
     "What produced a row's figures."
     commit: str = ""
@@ -149,7 +149,7 @@ class _Provenance(msgspec.Struct):
     contract_digest: str = ""
     tool_schema_digest: str = ""
 
-# %% ../nbs/09b_publish.ipynb #f9fbe3b2
+# %% ../nbs/09b_publish.ipynb #11a389c7
 class _Case(msgspec.Struct):
     "One case's share of a row, and the run that measured it."
     run: str = ""
@@ -174,14 +174,14 @@ class _Document(msgspec.Struct):
     note: str = ""
     rows: Optional[list[_Row]] = None
 
-# %% ../nbs/09b_publish.ipynb #04ff11b1
+# %% ../nbs/09b_publish.ipynb #97db9158
 _OMIT_EMPTY = {"key": ("tier_pin", "meta_param_schema", "slice_size"),
                "provenance": ("tier_pin", "meta_param_schema", "slice_size"),
                "counts": ("declines", "confirmations", "shown"), "shown": ("overflowed",),
                "row": ("cases",)}  # the fields Go writes `omitempty`, by the struct holding them
 _MAPS = ("outcomes", "declines", "confirmations", "request_options")  # maps whose keys are sorted
 
-# %% ../nbs/09b_publish.ipynb #9dc54c17
+# %% ../nbs/09b_publish.ipynb #81076753
 def _shaped(value: dict, kind: str) -> dict:
     "`value` (a struct as builtins) with its empty omitempty fields left out and its maps sorted, recursively."
     out = {}
@@ -193,17 +193,17 @@ def _shaped(value: dict, kind: str) -> dict:
         out[name] = item
     return out
 
-# %% ../nbs/09b_publish.ipynb #119f6044
+# %% ../nbs/09b_publish.ipynb #5344585b
 def shaped_row(row) -> dict:
     "A row as the record spells it: fields in order, omitempty fields left out when empty, maps sorted."
     if not isinstance(row, _Row): row = msgspec.convert(row, _Row)
     return _shaped(msgspec.to_builtins(row), "row")
 
-# %% ../nbs/09b_publish.ipynb #50c97b46
+# %% ../nbs/09b_publish.ipynb #a7e282c9
 _GO_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 RECORD_VERSION = 1  # the record's schema version; a record carrying another is refused, never half-read
 
-# %% ../nbs/09b_publish.ipynb #c7d8809e
+# %% ../nbs/09b_publish.ipynb #42584705
 def record_bytes(rows: Optional[list], # the rows, as dicts shaped by `shaped_row` (None: no rows)
                  note: str, # the plan's record note
                 ) -> bytes:
@@ -214,14 +214,14 @@ def record_bytes(rows: Optional[list], # the rows, as dicts shaped by `shaped_ro
     for char, escape in _GO_HTML_ESCAPES.items(): text = text.replace(char, escape)
     return (text + "\n").encode("utf-8")
 
-# %% ../nbs/09b_publish.ipynb #9569b9f7
+# %% ../nbs/09b_publish.ipynb #74ab5c6f
 class PublishError(Exception):
     "A publish step that could not be done: the sentence to print after the prefix, and the exit status."
     def __init__(self, text: str, status: int = 2):
         super().__init__(text)
         self.status = status
 
-# %% ../nbs/09b_publish.ipynb #e0605aee
+# %% ../nbs/09b_publish.ipynb #aa0cdd9f
 def read_record(path: Path, # the record file
                 name: str, # the record as messages name it (its path relative to the root)
                 regenerate: str, # the command that writes it again, named by the version refusal
@@ -237,7 +237,7 @@ def read_record(path: Path, # the record file
                            f"{RECORD_VERSION}; regenerate it with {regenerate}")
     return None if document.rows is None else [shaped_row(row) for row in document.rows]
 
-# %% ../nbs/09b_publish.ipynb #1e75b702
+# %% ../nbs/09b_publish.ipynb #1bedbb4c
 def _temporary_copy(path: Path, data: bytes) -> str:
     "Write `data` to a new temporary file beside `path` (its parents made 0750), flushed; its name."
     path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
@@ -254,7 +254,7 @@ def _temporary_copy(path: Path, data: bytes) -> str:
         raise
     return temporary
 
-# %% ../nbs/09b_publish.ipynb #6e17d5d2
+# %% ../nbs/09b_publish.ipynb #979c927d
 def write_files(files: dict, # path -> bytes, in the order they are renamed into place
                ):
     "Write every file of `files` whole, or none of them: each to a temporary file first, then all renamed."
@@ -266,7 +266,7 @@ def write_files(files: dict, # path -> bytes, in the order they are renamed into
         raise
     for temporary, path in ready: os.replace(temporary, path)
 
-# %% ../nbs/09b_publish.ipynb #6b14acc6
+# %% ../nbs/09b_publish.ipynb #007e4607
 @contextmanager
 def publish_lock(root: Path, # the directory whose plan is published (its record and pages)
                  shared: bool = False, # a reader's lock (`--check`), which writers wait for and readers share
@@ -278,27 +278,38 @@ def publish_lock(root: Path, # the directory whose plan is published (its record
         yield
     finally: os.close(fd)  # closing the descriptor releases the lock
 
-# %% ../nbs/09b_publish.ipynb #d7e0b3df
-_HEADER_LINES = re.compile(rb'^[^\n]*"type":"(?:run|session)"[^\n]*$', re.MULTILINE)
+# %% ../nbs/09b_publish.ipynb #6a3e0bdf
+_HEADER_MARKS = (b'"type":"run"', b'"type":"session"')  # how the writers spell the two line types
 
-# %% ../nbs/09b_publish.ipynb #bd6b216e
+# %% ../nbs/09b_publish.ipynb #48b0ba1d
+def _lines_holding(data: bytes, mark: bytes):
+    "Each whole line of `data` that holds `mark`, in order."
+    at = data.find(mark)
+    while at >= 0:
+        start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        yield start, data[start:end]
+        at = data.find(mark, end)
+
+# %% ../nbs/09b_publish.ipynb #efe219dc
 def _header_records(path: str) -> list:
-    "The run and session records of the shard at `path`, found by their type in the bytes."
+    "The run and session records of the shard at `path`, found by their type in the bytes, in file order."
     with open(path, "rb") as file: data = file.read()
     found = []
-    for line in _HEADER_LINES.finditer(data):
-        try: found.append(msgspec.json.decode(line[0], type=RunRecord | SessionRecord, dec_hook=decode_hook))
-        except msgspec.DecodeError: continue  # a call's text that happens to hold the words
-    return found
+    for mark in _HEADER_MARKS:
+        for start, line in _lines_holding(data, mark):
+            try: found.append((start, msgspec.json.decode(line, type=RunRecord | SessionRecord, dec_hook=decode_hook)))
+            except msgspec.DecodeError: continue  # a call's text that happens to hold the words
+    return [record for _, record in sorted(found, key=lambda pair: pair[0])]
 
-# %% ../nbs/09b_publish.ipynb #d698adf4
+# %% ../nbs/09b_publish.ipynb #674d80a0
 class ShardHeader(NamedTuple):
     "What a shard says about its run and sessions: the run line and the sessions by label."
     path: str  # the shard as messages name it: `--shards` joined with its path in the tree
     run: object  # its `Run` (the first run line)
     sessions: dict  # label -> `Session`
 
-# %% ../nbs/09b_publish.ipynb #12436a2e
+# %% ../nbs/09b_publish.ipynb #70d2ba60
 def _shard_header(path: str, name: str, sessions_expected: int) -> ShardHeader:
     "The run and sessions of one shard (read whole when the byte search finds fewer sessions than expected)."
     from modelrecord.reader import read_shard
@@ -311,7 +322,7 @@ def _shard_header(path: str, name: str, sessions_expected: int) -> ShardHeader:
         if r.type == "session": sessions.setdefault(r.session.label, r.session)
     return ShardHeader(name, run, sessions)
 
-# %% ../nbs/09b_publish.ipynb #3f4cf6a3
+# %% ../nbs/09b_publish.ipynb #1590d181
 class Candidate(NamedTuple):
     "One row a run would publish, before the refusal rules judge it."
     key: dict  # the row key, shaped as the record's
@@ -324,13 +335,13 @@ class Candidate(NamedTuple):
     claimed_by: str  # where a row with this key already stands ("" when nowhere)
     attempts: list  # positions of its attempts in the scorer's attempts table
 
-# %% ../nbs/09b_publish.ipynb #1166f161
+# %% ../nbs/09b_publish.ipynb #f94a1533
 def run_date(started_at) -> str:
     "The UTC day a run started, `YYYY-MM-DD`; '' for the zero time (a hole the provenance rule refuses)."
     if started_at is None or started_at == GO_ZERO_TIME: return ""
     return started_at.astimezone(dt.timezone.utc).strftime("%Y-%m-%d")
 
-# %% ../nbs/09b_publish.ipynb #63cb30d1
+# %% ../nbs/09b_publish.ipynb #c2d0640e
 def row_key(model: str, surface: str, run, session) -> dict:
     "The row key of an attempt of `model` on `surface`, from its run line and session line (None: no session)."
     s = session
@@ -341,7 +352,7 @@ def row_key(model: str, surface: str, run, session) -> dict:
         "contract_digest": run.contract_digest,
         "tool_schema_digest": s.tool_schema_digests.get(model, "") if s else "", "repeat": run.repeat}})["key"]
 
-# %% ../nbs/09b_publish.ipynb #f722bc6d
+# %% ../nbs/09b_publish.ipynb #e3a09d4b
 def provenance_of(candidate: Candidate) -> dict:
     "What produced a candidate's figures, assembled from its run, session and provider lines (PUBLISH.md §3)."
     run, s, p = candidate.run, candidate.session, candidate.provider
@@ -356,7 +367,7 @@ def provenance_of(candidate: Candidate) -> dict:
         "corpus_digest": run.corpus_digest, "contract_digest": run.contract_digest,
         "tool_schema_digest": candidate.key["tool_schema_digest"]}})["provenance"]
 
-# %% ../nbs/09b_publish.ipynb #8f0421a3
+# %% ../nbs/09b_publish.ipynb #1da89b32
 def _session_observation(calls) -> dict:
     "Per (shard, session label): (calls made, calls the server's span described)."
     if not len(calls): return {}
@@ -364,16 +375,16 @@ def _session_observation(calls) -> dict:
     made, seen = grouped.size(), grouped.sum()
     return {k: (int(made[k]), int(seen[k])) for k in made.index}
 
-# %% ../nbs/09b_publish.ipynb #fef1de63
+# %% ../nbs/09b_publish.ipynb #223fc715
 def _provider(run, model: str):
     "The run's provider entry whose spec is `model`, None when it describes none."
     return next((p for p in run.providers if p.spec == model), None)
 
-# %% ../nbs/09b_publish.ipynb #52ea465f
+# %% ../nbs/09b_publish.ipynb #d8e6776e
 def _group_shard(header: ShardHeader, rows, observation: dict, claims: dict, shard: str) -> list:
     "The candidates of one shard's attempts (`rows`: position, model, surface, session), sessions first."
     from modelrecord.pages import key_string
-    found, orphans = {}, []
+    found, orphans, keys = {}, [], {}
     def add(name, key, session, at):
         if name not in found:
             calls, seen = observation.get((shard, session.label), (0, 0)) if session else (0, 0)
@@ -384,8 +395,10 @@ def _group_shard(header: ShardHeader, rows, observation: dict, claims: dict, sha
         session = header.sessions.get(label) if label else None
         if session is None: orphans.append((at, model, surface)); continue
         surface = surface or session.surface
-        key = row_key(model, surface, header.run, session)
-        add(key_string(key), key, session, at)
+        if (model, surface, label) not in keys:
+            key = row_key(model, surface, header.run, session)
+            keys[model, surface, label] = key_string(key), key
+        add(*keys[model, surface, label], session, at)
     for at, model, surface in orphans:
         mine = [n for n, c in found.items() if c.key["model"] == model and c.key["surface"] == surface]
         if len(mine) == 1: found[mine[0]].attempts.append(at); continue
@@ -394,7 +407,7 @@ def _group_shard(header: ShardHeader, rows, observation: dict, claims: dict, sha
     for name in found: claims.setdefault(name, header.path)
     return list(found.values())
 
-# %% ../nbs/09b_publish.ipynb #52ec7cc1
+# %% ../nbs/09b_publish.ipynb #ba9c3ede
 def candidates_of(tables, # the `Tables` of the run's shards (`load(..., content=True)`)
                   shards_arg: str, # the `--shards` directory as given, which shard names are joined to
                   claims: dict, # key string -> where a row with it stands; the shards' own keys are added
@@ -414,12 +427,12 @@ def candidates_of(tables, # the `Tables` of the run's shards (`load(..., content
                             claims, shard)
     return out
 
-# %% ../nbs/09b_publish.ipynb #4c62f5d7
+# %% ../nbs/09b_publish.ipynb #d79ebc11
 RULES = ("filtered-run", "unobserved-session", "fake-provider", "incomplete-provenance", "stale-corpus",
          "duplicate-row")  # in the order they are asked
 RULE_NAMES = ", ".join(sorted(RULES))  # as a fold's summary line lists them
 
-# %% ../nbs/09b_publish.ipynb #d13bf4ca
+# %% ../nbs/09b_publish.ipynb #b26b4001
 class Refusal(NamedTuple):
     "A row that will not be published: its key string, the rule and what the rule found."
     key: str
@@ -427,7 +440,7 @@ class Refusal(NamedTuple):
     reason: str
     def __str__(self): return f"refused [{self.rule}] {self.key}: {self.reason}"
 
-# %% ../nbs/09b_publish.ipynb #0e50d241
+# %% ../nbs/09b_publish.ipynb #aa968b1e
 def provenance_hole(provenance: dict) -> str:
     "The incomplete-provenance reason for the first required field of `provenance` that is empty, '' if none."
     for field, why in messages()["provenance_whys"].items():
@@ -436,7 +449,7 @@ def provenance_hole(provenance: dict) -> str:
             return f'the provenance field "{field}" is empty, so {why}'
     return ""
 
-# %% ../nbs/09b_publish.ipynb #1bc73c0d
+# %% ../nbs/09b_publish.ipynb #c5252d21
 def _rule_reason(rule: str, c: Candidate, provenance: dict, fake: str, head_digest: Optional[str]) -> str:
     "What `rule` finds in the candidate `c` ('' when it does not apply)."
     if rule == "filtered-run" and c.run.filter:
@@ -456,7 +469,7 @@ def _rule_reason(rule: str, c: Candidate, provenance: dict, fake: str, head_dige
     if rule == "duplicate-row" and c.claimed_by: return f"a row with this key already stands in {c.claimed_by}"
     return ""
 
-# %% ../nbs/09b_publish.ipynb #99703660
+# %% ../nbs/09b_publish.ipynb #4f3cca0e
 def refusal_of(candidate: Candidate, # the candidate row
                fake_provider: str, # the plan's fake provider name
                head_digest: Optional[str], # the corpus digest at HEAD (None: stale-corpus is not judged)
@@ -471,7 +484,7 @@ def refusal_of(candidate: Candidate, # the candidate row
         if reason: return Refusal(key_string(candidate.key), rule, reason)
     return None
 
-# %% ../nbs/09b_publish.ipynb #dcc6d235
+# %% ../nbs/09b_publish.ipynb #5fac26f8
 def _parsed_date(date: str):
     "The `GoTime` of a `YYYY-MM-DD` day, the zero time when it is not one (a hole)."
     from modelrecord.record import GoTime
@@ -480,7 +493,7 @@ def _parsed_date(date: str):
     except ValueError: return GO_ZERO_TIME
     return GoTime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
 
-# %% ../nbs/09b_publish.ipynb #77202700
+# %% ../nbs/09b_publish.ipynb #8dd3b74b
 def _candidate_of_row(row: dict, record_name: str, claimed_by: str) -> Candidate:
     "A committed row as the candidate it would have been: run, session and provider rebuilt from its provenance."
     from modelrecord.record import Provider, Run, Session
@@ -496,7 +509,7 @@ def _candidate_of_row(row: dict, record_name: str, claimed_by: str) -> Candidate
     provider = Provider(spec=k["model"], name=p["provider"], model=p["model"], options=p["request_options"] or {})
     return Candidate(k, record_name, run, session, provider, 1, 1, claimed_by, [])
 
-# %% ../nbs/09b_publish.ipynb #66123fc9
+# %% ../nbs/09b_publish.ipynb #fa253978
 def review_rows(rows: list, # the committed rows
                 record_name: str, # the record as messages name it
                 fake_provider: str, # the plan's fake provider name
@@ -513,38 +526,39 @@ def review_rows(rows: list, # the committed rows
         if refused: found.append(refused)
     return found
 
-# %% ../nbs/09b_publish.ipynb #d2a9bbc9
+# %% ../nbs/09b_publish.ipynb #6e075027
 _APART = {"skipped": "skipped", "unobserved": "unobserved", "provider_errors": "provider_error",
           "harness_errors": "harness_error", "gitlab_refused": "gitlab_refused"}  # record count -> scorer verdict
 _COLUMNS = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion")
 
-# %% ../nbs/09b_publish.ipynb #8ab04f49
+# %% ../nbs/09b_publish.ipynb #6b61e8be
 def _tally(counts: dict, prefix: str, names) -> Optional[dict]:
     "A non-empty tally of `counts[prefix + name]`, or None."
     found = {n: counts[prefix + n.replace("-", "_")] for n in names if counts[prefix + n.replace("-", "_")]}
     return found or None
 
-# %% ../nbs/09b_publish.ipynb #8a22e47a
+# %% ../nbs/09b_publish.ipynb #a29b79af
 def _case_counts(c: dict, shown: Optional[dict]) -> dict:
     "A case's `counts` from the scorer's counts `c` and its shown span."
     from modelrecord.score import CONFIRMATIONS, DECLINES, VERDICTS
-    return {"attempts": c["attempts"], **{name: c[verdict] for name, verdict in _APART.items()}, "turns": c["turns"],
-            "outcomes": _tally(c, "", VERDICTS), "declines": _tally(c, "declines_", DECLINES),
-            "confirmations": _tally(c, "confirmations_", CONFIRMATIONS), "shown": shown}
+    counts = {"attempts": c["attempts"], **{name: c[verdict] for name, verdict in _APART.items()},
+              "turns": c["turns"], "outcomes": _tally(c, "", VERDICTS), "declines": _tally(c, "declines_", DECLINES),
+              "confirmations": _tally(c, "confirmations_", CONFIRMATIONS), "shown": shown}
+    return {name: value for name, value in counts.items() if value is not None or name == "outcomes"}
 
-# %% ../nbs/09b_publish.ipynb #d242e680
+# %% ../nbs/09b_publish.ipynb #dbc98d59
 def _case_figures(c: dict, run, extra: dict) -> dict:
     "One case's entry of a row: the run that measured it, and its counts, columns and tokens."
     columns = {n: {"numerator": c[f"{n}_numerator"], "denominator": c[f"{n}_denominator"]} for n in _COLUMNS}
     columns["overhead"] = {"discovery": c["find"], "invalid_params": c["invalid_params"],
                            "steps": c["overhead_denominator"]}
-    shown = None if extra["shown_count"] == 0 else {"min": extra["shown_min"], "max": extra["shown_max"],
-                                                    "overflowed": extra["overflowed"]}
+    shown = None if extra["shown_count"] == 0 else {"min": extra["shown_min"], "max": extra["shown_max"]}
+    if shown and extra["overflowed"]: shown["overflowed"] = extra["overflowed"]
     return {"run": run.run_id, "date": run_date(run.started_at), "commit": run.commit,
             "counts": _case_counts(c, shown), "columns": columns,
             "tokens": {t: extra[t] for t in ("input", "output", "cache_created", "cache_read")}}
 
-# %% ../nbs/09b_publish.ipynb #11ba294b
+# %% ../nbs/09b_publish.ipynb #561c35fe
 def _per_attempt_extra(tables, candidate_of):
     "Per attempt: its candidate, case, tokens, shown size and overflow, as a frame."
     import numpy as np
@@ -557,30 +571,33 @@ def _per_attempt_extra(tables, candidate_of):
     frame["candidate"], frame["case"] = candidate_of, attempts.case.astype(object).to_numpy()
     return frame[frame.candidate >= 0]
 
-# %% ../nbs/09b_publish.ipynb #d338def7
+# %% ../nbs/09b_publish.ipynb #61e3d339
 def _extras(tables, candidate_of) -> dict:
     "Per (candidate, case): tokens summed, shown span and overflow count."
     frame = _per_attempt_extra(tables, candidate_of)
     g = frame.groupby(["candidate", "case"], sort=True)
-    sums = g[["input", "output", "cache_created", "cache_read", "over"]].sum()
-    low, high, n = g.shown.min(), g.shown.max(), g.shown.count()
-    return {k: {"input": int(r.input), "output": int(r.output), "cache_created": int(r.cache_created),
-                "cache_read": int(r.cache_read), "overflowed": int(r.over), "shown_count": int(n[k]),
-                "shown_min": int(low[k]) if n[k] else 0, "shown_max": int(high[k]) if n[k] else 0}
-            for k, r in sums.iterrows()}
+    out = g[["input", "output", "cache_created", "cache_read", "over"]].sum()
+    out["shown_count"], out["shown_min"], out["shown_max"] = g.shown.count(), g.shown.min(), g.shown.max()
+    out = out.fillna(0).astype("int64").rename(columns={"over": "overflowed"})
+    return out.to_dict("index")
 
-# %% ../nbs/09b_publish.ipynb #6d155ed9
+# %% ../nbs/09b_publish.ipynb #a22b23b7
+def _copied(value):
+    "A copy of a block of figures (dicts of numbers), deep enough that adding into it leaves `value` as it was."
+    return {k: _copied(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+# %% ../nbs/09b_publish.ipynb #2e971293
 def _added(total, part):
     "`part` added into `total`: numbers add, maps add by name, a shown span widens; None adds nothing."
     if part is None: return total
-    if total is None: return json.loads(json.dumps(part))
+    if total is None: return _copied(part)
     if isinstance(part, int) and not isinstance(part, bool): return total + part
     if isinstance(total, dict) and set(total) >= {"min", "max"} and set(part) >= {"min", "max"}:
         return {"min": min(total["min"], part["min"]), "max": max(total["max"], part["max"]),
                 "overflowed": total.get("overflowed", 0) + part.get("overflowed", 0)}
     return {name: _added(total.get(name), part.get(name)) for name in {**total, **part}}
 
-# %% ../nbs/09b_publish.ipynb #b39f0634
+# %% ../nbs/09b_publish.ipynb #6d7b5868
 def sum_cases(cases: dict) -> dict:
     "A row's `counts`, `columns` and `tokens`, re-derived from its `cases` (case id -> figures)."
     total = None
@@ -592,12 +609,12 @@ def sum_cases(cases: dict) -> dict:
     shaped = shaped_row(total)
     return {name: shaped[name] for name in ("counts", "columns", "tokens")}
 
-# %% ../nbs/09b_publish.ipynb #05a10e4f
+# %% ../nbs/09b_publish.ipynb #3286cbef
 def _options_text(options: Optional[dict]) -> str:
     "Request options as a merge refusal spells them: `k=v` pairs sorted, or `none`."
     return ", ".join(sorted(f"{k}={v}" for k, v in options.items())) if options else "none"
 
-# %% ../nbs/09b_publish.ipynb #e2837065
+# %% ../nbs/09b_publish.ipynb #9fcd3830
 def provenance_difference(standing: dict, incoming: dict) -> str:
     "The first configuration fact two rows' provenances disagree about, as a merge refusal names it; '' if none."
     for field, what in (("gitlab_version", "the GitLab version"), ("edition", "the instance edition"),
@@ -617,7 +634,7 @@ def provenance_difference(standing: dict, incoming: dict) -> str:
                 f"{_options_text(incoming['request_options'])})")
     return ""
 
-# %% ../nbs/09b_publish.ipynb #96c718fb
+# %% ../nbs/09b_publish.ipynb #498dcf93
 def merge_refusal(standing: dict, incoming: dict) -> str:
     "Why `incoming` may not be merged into the standing row with its key ('' when it may)."
     m = messages()["merge"]
@@ -626,7 +643,7 @@ def merge_refusal(standing: dict, incoming: dict) -> str:
     differs = provenance_difference(standing["provenance"], incoming["provenance"])
     return fill(m["disagree"], what=differs) if differs else ""
 
-# %% ../nbs/09b_publish.ipynb #97c23505
+# %% ../nbs/09b_publish.ipynb #4d1e1de0
 def merge_rows(rows: Optional[list], # the record's rows (None: none yet); merged into in place
                incoming: list, # the survivors of a fold, as rows
               ) -> tuple:
@@ -649,14 +666,14 @@ def merge_rows(rows: Optional[list], # the record's rows (None: none yet); merge
                           K=len(standing["cases"]) - len(replaced)))
     return rows, lines
 
-# %% ../nbs/09b_publish.ipynb #ff043600
+# %% ../nbs/09b_publish.ipynb #a2504775
 class Fold(NamedTuple):
     "What a fold of a run found: its candidates, the refusals, and the surviving rows."
     candidates: list  # every `Candidate`, in order
     refusals: list  # a `Refusal` per refused candidate
     rows: list  # the survivors, as record rows (each with its cases)
 
-# %% ../nbs/09b_publish.ipynb #b37d2900
+# %% ../nbs/09b_publish.ipynb #e6cf80c9
 def _scored_rows(tables, scores, survivors: list) -> list:
     "The record rows of the surviving candidates, their cases' figures from the scorer's per-case counts."
     import numpy as np
@@ -669,21 +686,21 @@ def _scored_rows(tables, scores, survivors: list) -> list:
     for (n, case), counts in zip(per_case.index, per_case.to_dict("records")):
         if n < 0: continue
         cases[n][case] = _case_figures({k: int(v) for k, v in counts.items()}, survivors[n].run, extras[(n, case)])
-    return [shaped_row({"key": c.key, "provenance": provenance_of(c), **sum_cases(cs), "cases": cs})
-            for c, cs in zip(survivors, cases)]
+    return [{"key": c.key, "provenance": provenance_of(c), **sum_cases(cs), "cases": dict(sorted(cs.items()))}
+            for c, cs in zip(survivors, cases)]  # already in the record's shape: nothing to re-shape
 
-# %% ../nbs/09b_publish.ipynb #1107bf1e
+# %% ../nbs/09b_publish.ipynb #02a3343f
 def _check_cases(tables, survivors: list, key):
     "Refuse a surviving attempt whose case the answer key does not have, as the reference words it."
-    attempts = tables.attempts
+    cases = tables.attempts.case.astype(object).to_numpy()
     for c in survivors:
-        for at in c.attempts:
-            case = attempts.case.iat[at]
-            if case not in key.cases:
-                raise PublishError(f'attempt "{attempts.attempt.iat[at]}" of {c.shard} names case "{case}", '
-                                   "which the corpus does not have")
+        unknown = [at for at in c.attempts if cases[at] not in key.cases]
+        if unknown:
+            at = unknown[0]
+            raise PublishError(f'attempt "{tables.attempts.attempt.iat[at]}" of {c.shard} names case "{cases[at]}", '
+                               "which the corpus does not have")
 
-# %% ../nbs/09b_publish.ipynb #4c36142f
+# %% ../nbs/09b_publish.ipynb #4ad5bedf
 def fold(shards: str, # the run's shard directory, as given on the command line
          key, # its `AnswerKey`
          claims: dict, # key string -> where a row with it stands (the record's rows)
@@ -711,18 +728,18 @@ def fold(shards: str, # the run's shard directory, as given on the command line
     rows = _scored_rows(tables, scores, survivors) if survivors else []
     return Fold(candidates, [r for _, r in judged if r is not None], rows)
 
-# %% ../nbs/09b_publish.ipynb #8d2998ce
+# %% ../nbs/09b_publish.ipynb #1f911bd5
 def _key_name(key: dict) -> str:
     "A row key's string (`pages.key_string`)."
     from modelrecord.pages import key_string
     return key_string(key)
 
-# %% ../nbs/09b_publish.ipynb #0cbfa9ea
+# %% ../nbs/09b_publish.ipynb #7fe94bf5
 def _compact(value) -> str:
     "A value as a finding shows it: a number as is, anything else as compact JSON."
     return str(value) if isinstance(value, int) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
-# %% ../nbs/09b_publish.ipynb #feaf39c5
+# %% ../nbs/09b_publish.ipynb #cc14230e
 def _first_difference(stated, summed, where: str):
     "The first leaf `(field, stated, summed)` where two shaped blocks differ, None when they agree."
     whole = where.rsplit(".", 1)[-1] in (*_MAPS, "shown")  # a tally or a span is compared as one value
@@ -733,11 +750,11 @@ def _first_difference(stated, summed, where: str):
         return None
     return None if stated == summed else (where, stated, summed)
 
-# %% ../nbs/09b_publish.ipynb #11d1f0ba
+# %% ../nbs/09b_publish.ipynb #06ded761
 _KEY_IN_PROVENANCE = ("tier", "tier_pin", "mode", "meta_param_schema", "slice_size", "corpus_digest",
                       "contract_digest", "tool_schema_digest", "repeat")  # key fields the provenance repeats
 
-# %% ../nbs/09b_publish.ipynb #cfc13105
+# %% ../nbs/09b_publish.ipynb #92582651
 def row_findings(row: dict) -> list:
     "What `--check` finds beyond the rules in one row: totals that are not its cases' sum, a key its provenance contradicts."
     from modelrecord.pages import key_string
@@ -758,7 +775,7 @@ def row_findings(row: dict) -> list:
                          f"provenance.{field} is {_compact(p)}")
     return found
 
-# %% ../nbs/09b_publish.ipynb #d7170e8c
+# %% ../nbs/09b_publish.ipynb #ee2ac14a
 def _git_says(root: Path, *args) -> Optional[bool]:
     "Whether `git args` exits 0 in `root`; None when git is missing, fails to run or takes over 10 s."
     git = shutil.which("git")
@@ -767,7 +784,7 @@ def _git_says(root: Path, *args) -> Optional[bool]:
     except (OSError, subprocess.SubprocessError): return None
     return done.returncode == 0
 
-# %% ../nbs/09b_publish.ipynb #941ff089
+# %% ../nbs/09b_publish.ipynb #682d4aa9
 def revision_notes(rows: list, root: Path) -> list:
     "A note per row commit git knows and cannot reach from HEAD (silent when git cannot tell)."
     notes, seen = [], set()
@@ -781,7 +798,7 @@ def revision_notes(rows: list, root: Path) -> list:
                      "against is not this one")
     return notes
 
-# %% ../nbs/09b_publish.ipynb #74a15130
+# %% ../nbs/09b_publish.ipynb #dca58122
 class Options(NamedTuple):
     "The command line's options (PUBLISH.md §0)."
     shards: Optional[str] = None
@@ -794,7 +811,7 @@ class Options(NamedTuple):
     plan: Optional[str] = None
     corpus_digest: Optional[str] = None
 
-# %% ../nbs/09b_publish.ipynb #b5bf944d
+# %% ../nbs/09b_publish.ipynb #028b0c53
 class Outcome:
     "What a run of `publish` says: its exit status, its stdout and stderr lines, and the facts for `--json`."
     def __init__(self, prefix: str = "modelrecord publish: "):
@@ -808,7 +825,7 @@ class Outcome:
         return self
     def to_json(self) -> dict: return {"status": self.status, **self.facts, "stdout": self.out, "stderr": self.err}
 
-# %% ../nbs/09b_publish.ipynb #99e332b4
+# %% ../nbs/09b_publish.ipynb #4c3cad19
 def _usage_error(o: Options) -> Optional[str]:
     "The first usage error of `o` (PUBLISH.md §0), None when there is none."
     usage = messages()["usage"]
@@ -818,7 +835,7 @@ def _usage_error(o: Options) -> Optional[str]:
     if not (o.check or o.shards or o.render): return usage["nothing_to_do"]
     return None
 
-# %% ../nbs/09b_publish.ipynb #35fe8d47
+# %% ../nbs/09b_publish.ipynb #9fa69bfb
 def repository_root(root: Optional[str]) -> Path:
     "`root` when given, else the git top level of the working directory, else the working directory."
     if root is not None:
@@ -831,7 +848,7 @@ def repository_root(root: Optional[str]) -> Path:
         if done.returncode == 0 and done.stdout.strip(): return Path(done.stdout.strip())
     return Path.cwd()
 
-# %% ../nbs/09b_publish.ipynb #c6c29298
+# %% ../nbs/09b_publish.ipynb #3901a621
 def answer_key(path: str) -> tuple:
     "`(AnswerKey, corpus_digest or None)` of the key file at `path` (its `corpus_digest` read apart)."
     from modelrecord.key import AnswerKeyError, load_key
@@ -844,7 +861,7 @@ def answer_key(path: str) -> tuple:
     try: return load_key(value)._replace(source=path), digest
     except AnswerKeyError as error: raise PublishError(str(error).replace("<key>", path, 1))
 
-# %% ../nbs/09b_publish.ipynb #8abeaafd
+# %% ../nbs/09b_publish.ipynb #2fdc8f1c
 def _key_for(o: Options) -> Optional[str]:
     "The answer key file: `--key`, else a `key.json`/`key.yaml` beside the shards, else None."
     if o.key: return o.key
@@ -852,7 +869,7 @@ def _key_for(o: Options) -> Optional[str]:
         if o.shards and os.path.isfile(os.path.join(o.shards, name)): return os.path.join(o.shards, name)
     return None
 
-# %% ../nbs/09b_publish.ipynb #8cac2649
+# %% ../nbs/09b_publish.ipynb #42afd404
 class _Setting(NamedTuple):
     "What every mode starts from: the root, the plan, the key, the corpus at HEAD."
     root: Path
@@ -861,7 +878,7 @@ class _Setting(NamedTuple):
     corpus_size: Optional[int]
     head_digest: Optional[str]
 
-# %% ../nbs/09b_publish.ipynb #48547d45
+# %% ../nbs/09b_publish.ipynb #6605545e
 def _setting(o: Options, out: Outcome) -> _Setting:
     "The root, plan and answer key of a run; `PublishError` (exit 2) when one cannot be had."
     from modelrecord.pages import PlanError, load_plan
@@ -877,7 +894,7 @@ def _setting(o: Options, out: Outcome) -> _Setting:
     if key_path: key, digest = answer_key(key_path)
     return _Setting(root, plan, key, len(key.cases) if key else None, o.corpus_digest or digest)
 
-# %% ../nbs/09b_publish.ipynb #529d0a06
+# %% ../nbs/09b_publish.ipynb #d8ea7cbe
 def _check_pages(s: _Setting, rows: list, out: Outcome) -> list:
     "A finding per page whose managed blocks differ from what `rows` render to."
     from modelrecord.pages import render_pages
@@ -885,7 +902,7 @@ def _check_pages(s: _Setting, rows: list, out: Outcome) -> list:
     return [f"the managed blocks of {page} do not match {s.plan.record}; run {s.plan.regenerate}"
             for page in s.plan.pages if texts[page] != (s.root / page).read_text(encoding="utf-8")]
 
-# %% ../nbs/09b_publish.ipynb #8250dbbf
+# %% ../nbs/09b_publish.ipynb #8606d734
 def check(s: _Setting, out: Outcome) -> Outcome:
     "Check the record against the rules and the pages against the record, writing nothing (PUBLISH.md §9)."
     from modelrecord.pages import PageError, record_summary, unpublished_rows
@@ -909,7 +926,7 @@ def check(s: _Setting, out: Outcome) -> Outcome:
     out.say(f"{plan.record} and the blocks drawn from it agree: {record_summary(rows or [])}")
     return out
 
-# %% ../nbs/09b_publish.ipynb #bb9dd7eb
+# %% ../nbs/09b_publish.ipynb #e54e4f3d
 def _prepare_dry_run(s: _Setting, out: Outcome) -> Path:
     "Clear the plan's dry-run directory and copy the pages into it; its path."
     errors, scratch = messages()["dry_run_errors"], s.root / s.plan.dry_run_dir
@@ -926,7 +943,7 @@ def _prepare_dry_run(s: _Setting, out: Outcome) -> Path:
     out.say(f"rehearsing into {s.plan.dry_run_dir}, which is ignored by git; nothing published is touched")
     return scratch
 
-# %% ../nbs/09b_publish.ipynb #53f0e916
+# %% ../nbs/09b_publish.ipynb #11090aac
 def _fold_into(s: _Setting, o: Options, rows: Optional[list], out: Outcome) -> Optional[list]:
     "Fold the run of `o.shards` into `rows` and say what happened; the rows after the merge."
     from modelrecord.pages import key_string
@@ -944,7 +961,7 @@ def _fold_into(s: _Setting, o: Options, rows: Optional[list], out: Outcome) -> O
     out.facts["merged"] = lines
     return rows
 
-# %% ../nbs/09b_publish.ipynb #a32e03af
+# %% ../nbs/09b_publish.ipynb #265a0ecf
 def _pages(s: _Setting, rows: Optional[list], target: Path, render: bool) -> dict:
     "The pages under `target`: page -> (text, text with every block redrawn from `rows` when `render`)."
     from modelrecord.pages import PageError, render_pages
@@ -957,7 +974,7 @@ def _pages(s: _Setting, rows: Optional[list], target: Path, render: bool) -> dic
     except PageError as error: raise PublishError(str(error))
     return {page: (old[page], new[page]) for page in s.plan.pages}
 
-# %% ../nbs/09b_publish.ipynb #3649cb9d
+# %% ../nbs/09b_publish.ipynb #298a0499
 def write(s: _Setting, o: Options, out: Outcome) -> Outcome:
     "Fold, merge, write the record and redraw the pages (or rehearse all of it), as PUBLISH.md §8 orders it."
     from modelrecord.pages import record_summary, unpublished_rows
@@ -985,7 +1002,7 @@ def write(s: _Setting, o: Options, out: Outcome) -> Outcome:
     for name in unpublished_rows(rows or [], plan): out.warn(f"no managed block publishes the row {name}")
     return out
 
-# %% ../nbs/09b_publish.ipynb #49c0fae3
+# %% ../nbs/09b_publish.ipynb #158962ad
 def publish(options: Options) -> Outcome:
     "Run `modelrecord publish` with `options`: what it printed, the facts for `--json`, and its exit status."
     out = Outcome()
