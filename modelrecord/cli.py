@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['EXTRA_MODULES', 'needs', 'parser', 'main', 'validate_command', 'summary_command', 'score_command', 'export_command',
-           'cache_command', 'explore_command', 'compare_command', 'runs_command', 'report_command']
+           'cache_command', 'explore_command', 'compare_command', 'runs_command', 'publish_command', 'report_command']
 
 # %% ../nbs/17_cli.ipynb #4a0c82f2
 import argparse
@@ -473,6 +473,34 @@ def _runs_parser(commands):
     sub.add_argument("--workers", **_WORKERS)
     sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
+
+# %% ../nbs/17_cli.ipynb #0ddb026f
+@needs("analysis")
+def publish_command(args) -> int:
+    "Fold a run into the results record, redraw its pages, or check both; the lines on their streams, or `--json`."
+    from modelrecord.publish import Options, publish
+    outcome = publish(Options(**{name: getattr(args, name) for name in Options._fields}))
+    for line in outcome.out: print(line, file=sys.stderr if args.json else sys.stdout)
+    for line in outcome.err: print(line, file=sys.stderr)
+    if args.json: print(json.dumps(outcome.to_json(), ensure_ascii=False))
+    return outcome.status
+
+# %% ../nbs/17_cli.ipynb #3f39f483
+@_subcommand
+def _publish_parser(commands):
+    "`publish [--shards DIR] [--refold] [--render] [--check] [--dry-run] [--root DIR] [--key KEY] [--plan P] ...`."
+    sub = commands.add_parser("publish", help="fold a run into the results record, redraw its pages, or check both")
+    sub.add_argument("--shards", metavar="DIR", help="fold the run whose shards are under DIR into the record")
+    sub.add_argument("--refold", action="store_true", help="with --shards: merge them into the rows they publish, case by case")
+    sub.add_argument("--render", action="store_true", help="redraw the managed blocks of the plan's pages from the record")
+    sub.add_argument("--check", action="store_true", help="check the record and the pages drawn from it; write nothing")
+    sub.add_argument("--dry-run", action="store_true", help="with --shards: rehearse into the plan's dry-run directory")
+    sub.add_argument("--root", metavar="DIR", help="the base of the plan's paths (default: the git top level, else .)")
+    sub.add_argument("--key", metavar="KEY", help="the answer key the run is scored against (JSON or YAML)")
+    sub.add_argument("--plan", metavar="NAME_OR_FILE", help="a plan file or preset (default, gitlab-mcp-server)")
+    sub.add_argument("--corpus-digest", metavar="TEXT", help="the corpus digest at HEAD (default: the key's)")
+    sub.add_argument("--json", action="store_true", help="print what was folded, refused, merged and found as JSON")
+    sub.set_defaults(run=publish_command)
 
 # %% ../nbs/17_cli.ipynb #f15fe041
 def _report_misuse(args) -> str | None:
