@@ -309,8 +309,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                           'modelrecord.inspect_logs._attempt_line': ( 'inspect_logs.html#_attempt_line',
                                                                                       'modelrecord/inspect_logs.py'),
                                           'modelrecord.inspect_logs._blocks': ('inspect_logs.html#_blocks', 'modelrecord/inspect_logs.py'),
-                                          'modelrecord.inspect_logs._call_ids': ( 'inspect_logs.html#_call_ids',
-                                                                                  'modelrecord/inspect_logs.py'),
                                           'modelrecord.inspect_logs._call_line': ( 'inspect_logs.html#_call_line',
                                                                                    'modelrecord/inspect_logs.py'),
                                           'modelrecord.inspect_logs._content_block': ( 'inspect_logs.html#_content_block',

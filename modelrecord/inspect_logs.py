@@ -284,9 +284,9 @@ def import_inspect(source, # an Inspect log (.eval or .json), or a directory of 
         writer.release()  # the next log starts a shard of its own
         scores += log_scores
         counts.update(type(line).__name__ for line in lines)
-    sidecar = tree / SCORES_NAME if scores else None
+    sidecar = Path(to) / SCORES_NAME if scores else None  # named as the tree was given
     if sidecar: sidecar.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in scores), encoding="utf-8")
-    return ImportSummary(tree, len(logs), counts["Attempt"], counts["Turn"], counts["Call"], sidecar, unwritten)
+    return ImportSummary(Path(to), len(logs), counts["Attempt"], counts["Turn"], counts["Call"], sidecar, unwritten)
 
 # %% ../nbs/18_inspect_logs.ipynb #46101220
 class _Gathered(NamedTuple):
@@ -406,11 +406,6 @@ def _tool_event(call: Call, call_id: str, clock: _Clock, uuid: str) -> tuple[Too
                       working_time=call.duration_ms / 1000, metadata={METADATA_KEY: {**({} if call.text else {"text": ""}), **kept}})
     return event, ChatMessageTool(content=result, tool_call_id=call_id, function=call.tool, error=error)
 
-# %% ../nbs/18_inspect_logs.ipynb #c63c4b66
-def _call_ids(turn: Turn) -> list[str]:
-    "The ids of a turn's tool calls, in order, as its message gives them."
-    return [call.id for call in (_message(turn, "").tool_calls or [])]
-
 # %% ../nbs/18_inspect_logs.ipynb #fce7d7de
 def _transcript(gathered: _Gathered, model: str, start: datetime) -> tuple[list, list, ModelOutput]:
     "The events and messages of one attempt, and its last output."
@@ -421,7 +416,7 @@ def _transcript(gathered: _Gathered, model: str, start: datetime) -> tuple[list,
         if message is None: continue
         messages.append(message)
         output = event.output
-        ids = _call_ids(turn)
+        ids = [call.id for call in message.tool_calls or []]  # the calls of the turn answer them in order
         for k, call in enumerate(c for c in gathered.calls if c.turn == turn.index):
             call_id = ids[k] if k < len(ids) else f"{MADE_UP_ID}{turn.index}-call-{call.index}"
             tool_event, tool_message = _tool_event(call, call_id, clock, f"{gathered.attempt.id}/call/{call.index}")
