@@ -13,6 +13,7 @@ def reqs(key):
     return cfg.get(key, "").split()
 
 analysis, explore, dask = reqs("analysis_requirements"), reqs("explore_requirements"), reqs("dask_requirements")
+inspect = reqs("inspect_requirements")  # Inspect AI logs in and out (modelrecord.inspect_logs)
 otel = reqs("otel_requirements")  # OpenTelemetry GenAI traces (modelrecord.otel): the OTLP messages, no SDK
 licenses = {"mit": "License :: OSI Approved :: MIT License"}
 statuses = ["Planning", "Pre-Alpha", "Alpha", "Beta", "Production/Stable", "Mature", "Inactive"]
@@ -43,9 +44,10 @@ setuptools.setup(
         "analysis": analysis,
         "explore": analysis + explore,
         "dask": analysis + dask,
-        "all": analysis + explore + dask,
+        "inspect": inspect,
         "otel": otel,
-        "dev": analysis + explore + dask + otel + reqs("otel_dev_requirements") + reqs("dev_requirements"),
+        "all": analysis + explore + dask + inspect + otel,
+        "dev": analysis + explore + dask + inspect + otel + reqs("dev_requirements"),
     },
     entry_points={"console_scripts": reqs("console_scripts"),
                   "pytest11": ["modelrecord = modelrecord.pytest_plugin"]},  # the plugin: active wherever the package is installed
