@@ -44,8 +44,11 @@ def test_every_chapter_has_a_page_in_reading_order(site):
     home = (site / "index.html").read_text()
     nav = re.search(r'<div class="sidebar-tree">(.*?)</div>', home, re.S)[1]
     links = re.findall(r'href="([\w.-]+)\.html"', nav)
-    assert links == [build_docs.page_name(p) for p in chapters]  # the navigation lists every chapter, in order
+    pages = [p.stem for p in build_docs.markdown_pages(ROOT)]
+    assert "model-results" in pages  # the results page publish draws from the committed record
+    assert links == [build_docs.page_name(p) for p in chapters] + pages  # every chapter in order, then the pages
     for path in chapters: assert (site / f"{build_docs.page_name(path)}.html").exists()
+    for page in pages: assert (site / f"{page}.html").exists()
 
 
 def test_api_entry_of_read_shards(site):

@@ -79,13 +79,26 @@ def stage(nbs: Path, out: Path, lib_name: str) -> tuple[list, "nbformat.Notebook
             if not title: raise nbdocs.NotebookError(f"{path}: its first markdown cell has no `# Title`")
             toc.append((pages[path.stem], title, summary))
         notebooks[path] = processed
+    sources = {p: f"{p}.ipynb" for p, _, _ in toc}
+    for page in markdown_pages(nbs.parent):  # after the chapters, as written (a page publish draws is not edited)
+        text = page.read_text(encoding="utf-8")
+        title, summary = notebook_title(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)]))
+        if not title: raise nbdocs.NotebookError(f"{page}: its first line is not a `# Title`")
+        (out / page.name).write_text(text, encoding="utf-8")
+        toc.append((page.stem, title, summary))
+        sources[page.stem] = page.name
     for path, nb in notebooks.items():
         if path == index_path:  # the home page ends with the chapters, and holds the navigation's order
-            contents = "## Contents\n\n" + "\n".join(f"- [{t}]({p}.ipynb): {s}" for p, t, s in toc)
+            contents = "## Contents\n\n" + "\n".join(f"- [{t}]({sources[p]}): {s}" for p, t, s in toc)
             toctree = "```{toctree}\n:hidden:\n:maxdepth: 2\n\n" + "\n".join(p for p, _, _ in toc) + "\n```"
             nb.cells.append(nbformat.v4.new_markdown_cell(contents + "\n\n" + toctree))
         nbformat.write(nb, out / f"{pages[path.stem]}.ipynb")
     return toc, readme_nb
+
+
+def markdown_pages(root: Path) -> list:
+    "The Markdown pages of the site beside the chapters: `docs/*.md`, such as the results page `modelrecord publish` draws."
+    return sorted((root / "docs").glob("*.md"))
 
 
 def notebook_title(nb) -> tuple[str, str]:
@@ -218,8 +231,8 @@ def build(root: Path = ROOT, out: Path = None, write_readme: bool = True, nbs: P
             with contextlib.chdir(root): toc, readme_nb = stage(nbs, src, lib_name)
         except nbdocs.NotebookError as e: raise SystemExit(f"docs: {e}")
         if write_readme and readme_nb is not None: readme(readme_nb, root / "README.md")
-        sources = {page_name(p): str(p.relative_to(root) if p.is_relative_to(root) else p)
-                   for p in [nbs / "index.ipynb"] + chapters(nbs)}
+        sources = {page_name(p) if p.suffix == ".ipynb" else p.stem: str(p.relative_to(root) if p.is_relative_to(root) else p)
+                   for p in [nbs / "index.ipynb"] + chapters(nbs) + markdown_pages(nbs.parent)}
         html = work / "site" / "html"  # MyST-NB writes beside Sphinx's output folder: keep that in `work`
         problems = sphinx(src, html, work, cfg, sources, verbose)
         if keep: shutil.rmtree(keep, ignore_errors=True); shutil.copytree(src, keep)
