@@ -127,8 +127,8 @@ def report(rows: dict, loads: dict):
     sizes = sorted({size for size, _ in rows})
     print(f"cores: {len(os.sched_getaffinity(0))}, shared with other work; load average (1 min) before/after each size: "
           + ", ".join(f"{s} GB {a:.1f}/{b:.1f}" for s, (a, b) in loads.items()))
-    print("trees: " + ", ".join(f"{size} GB = {rows[(size, 'read_shards')][0]:.2f} GB in {rows[(size, 'read_shards')][1]} shards"
-                                for size in sizes))
+    tree = {size: next(row for (s, _), row in rows.items() if s == size) for size in sizes}
+    print("trees: " + ", ".join(f"{size} GB = {tree[size][0]:.2f} GB in {tree[size][1]} shards" for size in sizes))
     print(f"{'measurement':<15}" + "".join(f"{f'{s} GB: s':>11}{'cpu s':>8}{'peak MB':>9}{'s/GB':>7}" for s in sizes) + "  linear?")
     for name in [m for m in MEASURES if all((size, m) in rows for size in sizes)]:
         line, per_gb, per_gb_mem = f"{name:<15}", [], []
