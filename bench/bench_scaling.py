@@ -1,6 +1,7 @@
 """How the cost of reading a tree grows with its size: trees of about 0.2, 1 and 4 GB, generated, measured, deleted.
 
-    python bench/bench_scaling.py [--sizes 0.2,1,4] [--repeat 1] [--trees DIR] [--write-only]
+    python bench/bench_scaling.py [--sizes 0.2,1,4] [--repeat 1] [--trees DIR] [--write-only] [--measures a,b]
+    python bench/bench_scaling.py --big-shard 400 [--repeat 3] [--trees DIR]
 
 Each tree is written with `modelrecord.sample.write_tree` under /tmp: 9 targets of shards of about
 1.5 MB (as many processes as the size needs). Measured each in a fresh subprocess, so that its peak
@@ -10,7 +11,12 @@ memory (ru_maxrss) is its own:
   LocalCluster of 2 worker processes, every table persisted on the workers, their peaks summed);
 - summary_2: `load()` on 2 workers and `summary()` in memory, the baseline of
 - dask_summary_2: `modelrecord.dask.load` and `modelrecord.dask.summary` on the same 2-process
-  cluster (the cluster's start and its workers' imports are not timed).
+  cluster (the cluster's start and its workers' imports are not timed);
+- score_2 / dask_score_2: the same for the score table (`load(content=True)` and `score().table()`
+  against `modelrecord.dask.score_table`), against the tree's answer key.
+`--big-shard MB`: a tree of one shard of about MB megabytes, `load(cache=False)` on 1 worker and on 2
+(the shard read in spans), interleaved in this process for --repeat rounds: each round's ratio, the
+ratio of the best times, and whether the tables are identical.
 For each measurement: seconds, CPU seconds and peak MB per size, seconds per GB, and whether it
 grows linearly (seconds per GB at the largest size within 1.5x of the smallest's, the same for peak
 memory per GB). Then the Dask ratios per size. The machine is shared: compare within a run.
@@ -32,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_tables import SCALING_MEASURES, run as run_tables, warm_page_cache  # noqa: E402
 
-SUMMARY_MEASURES = ("summary_2", "dask_summary_2")  # measured here; the others by bench_tables.py
+SUMMARY_MEASURES = ("summary_2", "dask_summary_2", "score_2", "dask_score_2")  # measured here; the others by bench_tables.py
 MEASURES = SCALING_MEASURES + SUMMARY_MEASURES
 TARGETS = tuple(f"{e}-{i}" for i in range(5) for e in ("ce", "ee"))[:9]
 SHARD_BYTES = 1_500_000
@@ -55,10 +61,15 @@ def measure(name: str, tree: str) -> dict:
     import distributed
     import modelrecord.dask
     import modelrecord.summary
+    import modelrecord.score
     import modelrecord.tables  # noqa: F401  (imports are not part of the time)
-    if name == "summary_2":
+    key = Path(tree) / "key.json"
+    if name in ("summary_2", "score_2"):
         wall, cpu = time.perf_counter(), time.process_time()
-        modelrecord.summary.summary(modelrecord.tables.load(tree, workers=2, progress=False, cache=False))
+        if name == "summary_2":
+            modelrecord.summary.summary(modelrecord.tables.load(tree, workers=2, progress=False, cache=False))
+        else:
+            modelrecord.score.score(modelrecord.tables.load(tree, workers=2, progress=False, cache=False, content=True), key).table()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return {"seconds": wall, "cpu": cpu + children.ru_utime + children.ru_stime,
@@ -67,7 +78,8 @@ def measure(name: str, tree: str) -> dict:
             distributed.Client(cluster) as client:
         client.run(lambda: __import__("modelrecord.dask"))  # the workers' imports are part of the cluster's start
         wall, cpu = time.perf_counter(), time.process_time()
-        modelrecord.dask.summary(modelrecord.dask.load(tree))
+        if name == "dask_summary_2": modelrecord.dask.summary(modelrecord.dask.load(tree))
+        else: modelrecord.dask.score_table(modelrecord.dask.load(tree, content=True), key)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         workers = client.run(lambda: (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                                       resource.getrusage(resource.RUSAGE_SELF).ru_utime))
@@ -84,15 +96,41 @@ def run(name: str, tree: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def big_shard(root: Path, mb: int, repeat: int):
+    "One shard of about `mb` MB: load() on 1 worker against 2, interleaved, in this process."
+    import pandas as pd
+    from modelrecord.sample import write_tree
+    from modelrecord.tables import load
+    tree = root / f"one-shard-{mb}mb"
+    if not tree.is_dir(): write_tree(tree, seed=0, targets=("ce",), shards_per_target=1, target_bytes=mb * 1_000_000)
+    shards = list(tree.rglob("modeleval-*.jsonl"))
+    warm_page_cache(shards)
+    print(f"one shard of {shards[0].stat().st_size / 1e6:.0f} MB; cores {len(os.sched_getaffinity(0))}, "
+          f"load average (1 min) before {os.getloadavg()[0]:.1f}")
+    times, reference = {1: [], 2: []}, None
+    for round in range(repeat):
+        for workers in (1, 2):
+            start = time.perf_counter()
+            tables = load(tree, workers=workers, cache=False, progress=False)
+            times[workers].append(time.perf_counter() - start)
+            if reference is None: reference = tables
+            else:
+                for name, frame in tables.items(): pd.testing.assert_frame_equal(frame, reference[name], check_exact=True)
+        print(f"  round {round + 1}: 1 worker {times[1][-1]:.1f} s, 2 workers {times[2][-1]:.1f} s, "
+              f"ratio {times[2][-1] / times[1][-1]:.2f}", flush=True)
+    print(f"best: 1 worker {min(times[1]):.1f} s, 2 workers {min(times[2]):.1f} s, ratio of the best "
+          f"{min(times[2]) / min(times[1]):.2f} (goal <= 0.7); tables identical; load average after {os.getloadavg()[0]:.1f}")
+
+
 def report(rows: dict, loads: dict):
     "Print the scaling table and the Dask ratios."
     sizes = sorted({size for size, _ in rows})
     print(f"cores: {len(os.sched_getaffinity(0))}, shared with other work; load average (1 min) before/after each size: "
           + ", ".join(f"{s} GB {a:.1f}/{b:.1f}" for s, (a, b) in loads.items()))
-    print("trees: " + ", ".join(f"{size} GB = {rows[(size, 'read_shards')][0]:.2f} GB in {rows[(size, 'read_shards')][1]} shards"
-                                for size in sizes))
+    tree = {size: next(row for (s, _), row in rows.items() if s == size) for size in sizes}
+    print("trees: " + ", ".join(f"{size} GB = {tree[size][0]:.2f} GB in {tree[size][1]} shards" for size in sizes))
     print(f"{'measurement':<15}" + "".join(f"{f'{s} GB: s':>11}{'cpu s':>8}{'peak MB':>9}{'s/GB':>7}" for s in sizes) + "  linear?")
-    for name in MEASURES:
+    for name in [m for m in MEASURES if all((size, m) in rows for size in sizes)]:
         line, per_gb, per_gb_mem = f"{name:<15}", [], []
         for size in sizes:
             gb, shards, seconds, cpu, peak = rows[(size, name)]
@@ -103,11 +141,14 @@ def report(rows: dict, loads: dict):
         memory = ("memory linear" if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else "memory grows faster") if name != "cache_warm" else \
             f"memory {'linear' if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else 'grows faster'} (mapped)"
         print(line + f"  time {'linear' if time_linear else 'grows faster'} ({per_gb[-1] / per_gb[0]:.2f}x s/GB), {memory}")
-    print("Dask on 2 worker processes against load() on 2 workers, same run:")
+    print("Dask on 2 worker processes against load() on 2 workers, same run (goals: persisted <= 1.5, summary and "
+          "score <= 1.2):")
+    pairs = (("dask load (all tables persisted) / load_2", "dask_2", "load_2"),
+             ("dask load+summary / load+summary", "dask_summary_2", "summary_2"),
+             ("dask load+score table / load+score table", "dask_score_2", "score_2"))
     for size in sizes:
-        t = {name: rows[(size, name)][2] for name in MEASURES}
-        print(f"  {size} GB: dask load+summary / load+summary = {t['dask_summary_2'] / t['summary_2']:.2f}, "
-              f"dask load (all tables persisted) / load_2 = {t['dask_2'] / t['load_2']:.2f}")
+        t = {name: rows[(size, name)][2] for name in MEASURES if (size, name) in rows}
+        print(f"  {size} GB: " + ", ".join(f"{what} = {t[a] / t[b]:.2f}" for what, a, b in pairs if a in t and b in t))
 
 
 def main():
@@ -116,6 +157,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--trees", type=Path, help="where the trees are written and kept (a tree already there is reused)")
     parser.add_argument("--write-only", action="store_true", help="write the trees (with --trees) and measure nothing")
+    parser.add_argument("--measures", help="only these measurements (comma-separated), e.g. load_2,dask_2")
+    parser.add_argument("--big-shard", type=int, metavar="MB", help="one shard of MB megabytes: load() on 1 worker vs 2")
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--measure", choices=SUMMARY_MEASURES, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -124,6 +167,12 @@ def main():
         return
     if args.write_only and not args.trees: parser.error("--write-only needs --trees")
     root = args.trees or Path(tempfile.mkdtemp(prefix="bench-scaling-", dir="/tmp"))
+    if args.big_shard:
+        try: big_shard(root, args.big_shard, args.repeat)
+        finally:
+            if not args.trees: shutil.rmtree(root, ignore_errors=True)
+        return
+    measures = args.measures.split(",") if args.measures else MEASURES
     rows, loads = {}, {}
     try:
         for size in map(float, args.sizes.split(",")):
@@ -134,7 +183,7 @@ def main():
             gb = sum(p.stat().st_size for p in shards) / 1e9
             warm_page_cache(shards)  # a tree written ahead is read from memory, as one just written is
             before = os.getloadavg()[0]
-            for name in MEASURES:
+            for name in measures:
                 runs = [run(name, tree) for _ in range(args.repeat)]
                 best = min(runs, key=lambda r: r["seconds"])
                 rows[(size, name)] = (gb, len(shards), best["seconds"], best["cpu"], max(best["peak_mb"], best["children_peak_mb"]))

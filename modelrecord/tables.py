@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['RUN_COLUMNS', 'COST_COLUMNS', 'TABLES', 'ATTEMPT_COLUMNS', 'SESSION_COLUMNS', 'CHUNK_LINES', 'VOCABULARY_COLUMNS',
-           'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'batch_tables', 'shard_tables', 'problem_errors',
-           'combine', 'Tables', 'shard_batches', 'load', 'ExportError', 'checked_export_dir', 'export']
+           'PARALLEL_BYTES', 'BATCH_BYTES', 'BATCHES_PER_WORKER', 'SPAN_BYTES', 'batch_tables', 'shard_tables',
+           'problem_errors', 'combine', 'Tables', 'shard_batches', 'load', 'ExportError', 'checked_export_dir',
+           'export']
 
 # %% ../nbs/04_tables.ipynb #2cf558e7
 import datetime as dt
@@ -15,12 +16,13 @@ import re
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from itertools import chain, repeat, takewhile
 from operator import attrgetter
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, NamedTuple, Optional
 
 import msgspec
 import numpy as np
@@ -34,7 +36,7 @@ from .cache import (Part, _cached, _first_salvaged, _open_segment, _shard_key, _
 from .record import (
     AttemptRecord, BLOCK_KINDS, COST_COMPONENTS, CallRecord, ENDINGS, GO_ZERO_TIME, OUTCOMES, Price, RunRecord,
     SessionRecord, TOKEN_CATEGORIES, TOKEN_PRICES, TURN_STATUSES, TurnRecord, VerifyRecord, first_line_problem)
-from .reader import Errors, ShardError, paused_gc, read_blocks, shard_paths
+from .reader import Errors, ShardError, Span, paused_gc, read_blocks, shard_paths, shard_spans
 
 # %% ../nbs/04_tables.ipynb #ca05b548
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "float0": pa.float64(), "bool": pa.bool_(),
@@ -427,15 +429,15 @@ def _add_records(arrays: dict, owners: dict, records: list, record_owners: list,
         _add_chunk(arrays, owners, chunk, record_owners[start:start + len(chunk)], plans, runs, rules)
 
 # %% ../nbs/04_tables.ipynb #98497ff6
-def _read_columns(paths: list, content: bool, errors: Errors, rules: bool, problems: list) -> tuple:
-    ("`(columns, owners, runs)`: table -> column -> Arrow array of the lines of the shards `paths`, the shard of each "
-     "row, and the run lines; each refusal salvaged is appended to `problems`.")
+def _read_columns(paths: list, content: bool, errors: Errors, rules: bool, problems: list, span: Span = Span()) -> tuple:
+    ("`(columns, owners, runs)`: table -> column -> Arrow array of the lines of the shards `paths` (of the `span` of "
+     "the one shard), the shard of each row, and the run lines; each refusal salvaged is appended to `problems`.")
     plans, runs = _plans(content), []
     arrays = {table: {name: [] for name, _, _ in plan} for table, plan in plans.items()}
     owners = {table: [] for table in ("runs", *plans)}
     records, record_owners = [], []
     for number, path in enumerate(paths):
-        for block in read_blocks(path, errors, problems, rules):
+        for block in read_blocks(path, errors, problems, rules, span):
             record_owners.append(np.full(len(block), number, np.intp))
             records += block
             block.clear()  # `records` alone holds the objects, so that each chunk's go when it does
@@ -510,6 +512,23 @@ def _shard_counts(owners: dict, problems: list, paths: list) -> dict:
     counts["problems"] = np.array([refused.get(path, 0) for path in paths], np.int64)
     return counts
 
+# %% ../nbs/04_tables.ipynb #1462bf6d
+def _part(paths: list, columns: dict, owners: dict, runs: list, problems: list) -> Part:
+    ("The `Part` of the shards `paths` from the columns of their lines (`_read_columns`): run columns, joins and "
+     "prices, each within its shard.")
+    keyed = (lambda shards, names: names) if len(paths) == 1 else _keyed  # one shard: its names are unique
+    first, constants = _run_constants(runs, owners["runs"], paths)
+    runs_table, providers_table, owners["providers"] = _run_tables(runs, owners["runs"], constants["shard"])
+    starts = {table: _starts(owners[table], len(paths)) for table in ("sessions", "attempts", "turns")}
+    _with_session(columns, owners, starts, keyed)
+    attempt_at = _join_to_attempts(columns, owners, starts, keyed)
+    _price_turns(columns, owners, first, keyed, attempt_at["turns"])
+    columns["blocks"] = _blocks_joined(columns, owners, starts)
+    tables = {"runs": runs_table, "providers": providers_table,
+              **{name: _with_run(columns[name], constants, owners[name]) for name in TABLES[2:]}}
+    counts = _shard_counts(owners, problems, paths)
+    return Part(tables, paths, counts, _problems_table(problems), first_met=True)  # see `_first_met_array`
+
 # %% ../nbs/04_tables.ipynb #9bdd8c37
 def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -> Part:
     ("The tables of the shard files `paths`, each shard read (strictly, or salvaging with `errors='collect'`), joined "
@@ -521,25 +540,49 @@ def batch_tables(paths: list, content: bool = False, errors: Errors = "raise") -
 def _batch_tables(paths: list, content: bool, errors: Errors, rules: bool) -> Part:
     "`batch_tables`, the reader checking each line's `rules` (or not, `_add_chunk` checking them)."
     paths, problems = [os.fspath(p) for p in paths], []
-    keyed = (lambda shards, names: names) if len(paths) == 1 else _keyed  # one shard: its names are unique
     with paused_gc():
         columns, owners, runs = _read_columns(paths, content, errors, rules, problems)
-        first, constants = _run_constants(runs, owners["runs"], paths)
-        runs_table, providers_table, owners["providers"] = _run_tables(runs, owners["runs"], constants["shard"])
-        starts = {table: _starts(owners[table], len(paths)) for table in ("sessions", "attempts", "turns")}
-        _with_session(columns, owners, starts, keyed)
-        attempt_at = _join_to_attempts(columns, owners, starts, keyed)
-        _price_turns(columns, owners, first, keyed, attempt_at["turns"])
-        columns["blocks"] = _blocks_joined(columns, owners, starts)
-        tables = {"runs": runs_table, "providers": providers_table,
-                  **{name: _with_run(columns[name], constants, owners[name]) for name in TABLES[2:]}}
-        counts = _shard_counts(owners, problems, paths)
-        return Part(tables, paths, counts, _problems_table(problems), first_met=True)  # see `_first_met_array`
+        return _part(paths, columns, owners, runs, problems)
 
 # %% ../nbs/04_tables.ipynb #c54e6cc9
 def shard_tables(path, content: bool = False, errors: Errors = "raise") -> Part:
     "The tables of the one shard file at `path` (the batch of one shard; see `batch_tables`)."
     return batch_tables([path], content, errors)
+
+# %% ../nbs/04_tables.ipynb #6e857089
+def _span_lines(path: str, span: Span, content: bool, errors: Errors) -> tuple:
+    ("`(columns, runs, problems)` of the lines of `span` of the shard at `path`, not joined: `_read_columns`, the "
+     "rules checked as `batch_tables` checks them.")
+    for rules in (False, True):
+        problems = []
+        try:
+            with paused_gc(): columns, _, runs = _read_columns([path], content, errors, rules, problems, span)
+            return columns, runs, problems
+        except (_RuleBroken, ShardError):
+            if rules: raise
+
+# %% ../nbs/04_tables.ipynb #d68e61ea
+def _concatenated(arrays: list) -> pa.Array:
+    ("One column's Arrow arrays (or chunked arrays) of one type end to end; a dictionary one on the union of their "
+     "dictionaries, in order, which keeps categories in the order first met when each's are.")
+    chunks = [chunk for array in arrays for chunk in getattr(array, "chunks", [array])]
+    joined = pa.chunked_array(chunks, arrays[0].type)
+    if pa.types.is_dictionary(joined.type): joined = joined.unify_dictionaries()
+    return joined.combine_chunks()
+
+# %% ../nbs/04_tables.ipynb #b58a3a6a
+def _spans_part(path: str, spans: list) -> Part:
+    ("The `Part` of the shard at `path` from the `_span_lines` of its spans, in file order: their columns end to end, "
+     "joined as one shard's.")
+    turns_before = np.cumsum([0] + [len(columns["turns"]["turn"]) for columns, _, _ in spans[:-1]])
+    for (columns, _, _), before in zip(spans, turns_before.tolist()):  # a block's turn, counted in the whole shard
+        columns["blocks"]["turn_key"] = pc.add(columns["blocks"]["turn_key"], before)
+    columns = {table: {name: _concatenated([span[0][table][name] for span in spans]) for name in plan}
+               for table, plan in spans[0][0].items()}
+    runs, problems = [run for span in spans for run in span[1]], [problem for span in spans for problem in span[2]]
+    owners = {table: np.zeros(len(next(iter(plan.values()))), np.intp) for table, plan in columns.items()}
+    owners["runs"] = np.zeros(len(runs), np.intp)
+    with paused_gc(): return _part([path], columns, owners, runs, problems)
 
 # %% ../nbs/04_tables.ipynb #81055008
 # column -> its vocabulary
@@ -884,6 +927,8 @@ BATCH_BYTES = 64 << 20  # shards are read together in batches of about this many
 
 BATCHES_PER_WORKER = 4  # a parallel load cuts a tree into at least this many batches per worker
 
+SPAN_BYTES = 8 << 20  # a parallel load cuts a shard larger than this (and than a batch) into spans, read apart
+
 # %% ../nbs/04_tables.ipynb #14b453f0
 def _cores() -> int:
     "The CPUs this process may run on."
@@ -918,11 +963,17 @@ def _progress(total: int, progress):
     from tqdm.std import tqdm
     return tqdm(total=total, unit="B", unit_scale=True, delay=1.0, desc="load", file=sys.stderr, leave=False)
 
+# %% ../nbs/04_tables.ipynb #7e08beee
+def _batch_limit(total: int, workers: int) -> int:
+    ("The bytes of a batch of a tree of `total` bytes read by `workers` processes: `BATCH_BYTES`, fewer to cut it into "
+     "`BATCHES_PER_WORKER` batches per worker.")
+    return max(1, min(BATCH_BYTES, total // (BATCHES_PER_WORKER * workers))) if workers > 1 else BATCH_BYTES
+
 # %% ../nbs/04_tables.ipynb #84fda3a0
 def shard_batches(positions: list, sizes: list, workers: int) -> list:
     ("The shards at `positions` (sizes `sizes`) cut into batches: runs of consecutive positions of about "
      "`BATCH_BYTES` each.")
-    limit = max(1, min(BATCH_BYTES, sum(sizes) // (BATCHES_PER_WORKER * workers))) if workers > 1 else BATCH_BYTES
+    limit = _batch_limit(sum(sizes), workers)
     batches, size = [], 0
     for position, shard_size in zip(positions, sizes):
         if not batches or size + shard_size > limit or batches[-1][-1] != position - 1:
@@ -931,6 +982,37 @@ def shard_batches(positions: list, sizes: list, workers: int) -> list:
         batches[-1].append(position)
         size += shard_size
     return batches
+
+# %% ../nbs/04_tables.ipynb #6a953624
+class _Job(NamedTuple):
+    "What a worker reads at once: consecutive shards whole, or a `span` of one shard."
+    positions: list  # the shards' places in the tree
+    paths: list
+    keys: list  # as `_shard_key` gives them: the size is the second
+    span: Optional[Span] = None  # the part of the one shard read (None: the shards whole)
+
+    @property
+    def size(self) -> int:
+        "The bytes it reads."
+        if self.span is None: return sum(key[1] for key in self.keys)
+        return (self.keys[0][1] if self.span.stop is None else self.span.stop) - self.span.start
+
+# %% ../nbs/04_tables.ipynb #9e248390
+def _span_jobs(job: _Job, size: int) -> list:
+    "The jobs of the spans of about `size` bytes of the one shard of `job` (`[job]` when it is not cut)."
+    try: spans = shard_spans(job.paths[0], -(-job.size // size))
+    except (ShardError, OSError): return [job]  # read whole, which says what is wrong with it
+    return [job._replace(span=span) for span in spans] if len(spans) > 1 else [job]
+
+# %% ../nbs/04_tables.ipynb #a10dc5a3
+def _jobs(batches: list, paths: list, keys: list, workers: int) -> list:
+    ("A `_Job` for each of `batches` (positions in `paths` and `keys`); for several `workers`, a batch of one shard "
+     "larger than a batch and than `SPAN_BYTES` is its spans, of about that size, a job each.")
+    jobs, size = [], max(SPAN_BYTES, _batch_limit(sum(keys[i][1] for batch in batches for i in batch), workers))
+    for batch in batches:
+        job = _Job(batch, [paths[i] for i in batch], [keys[i] for i in batch])
+        jobs += _span_jobs(job, size) if workers > 1 and len(batch) == 1 and job.size > size else [job]
+    return jobs
 
 # %% ../nbs/04_tables.ipynb #7f7fa9d2
 @cache
@@ -952,14 +1034,19 @@ def _plan_digest(content: bool) -> str:
     for module in (tables, cache_module, reader, record): digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:20]
 
+# %% ../nbs/04_tables.ipynb #8dd3f4df
+def _written(directory: Optional[Path], part: Part, keys: list):
+    "The segment of `part` (the shards of `keys`) written in the cache `directory`; None without one, or when it cannot be."
+    if directory is None: return None
+    try: return _write_segment(directory, part, keys)
+    except OSError: return None
+
 # %% ../nbs/04_tables.ipynb #aab44a2e
 def _read_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
     ("`(part, segment)`: the `batch_tables` of `paths` (shard `keys`), and its segment written in the cache "
      "`directory` (None without one).")
     part = batch_tables(paths, content, errors)
-    if directory is None: return part, None
-    try: return part, _write_segment(directory, part, keys)
-    except OSError: return part, None
+    return part, _written(directory, part, keys)
 
 # %% ../nbs/04_tables.ipynb #53263553
 def _pooled_batch(paths: list, keys: list, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
@@ -967,6 +1054,40 @@ def _pooled_batch(paths: list, keys: list, content: bool, errors: Errors, direct
      "comes back as its segment alone, which the parent maps.")
     part, segment = _read_batch(paths, keys, content, errors, directory)
     return (None if segment else part), segment
+
+# %% ../nbs/04_tables.ipynb #fa310c6e
+def _lines_part(path: str, columns: dict, problems: list) -> Part:
+    "The columns of a span's lines (`_span_lines`) as a `Part` of one shard, to hand over as a segment file."
+    tables = {table: pa.table(table_columns) for table, table_columns in columns.items()}
+    counts = {table: np.array([frame.num_rows]) for table, frame in tables.items()}
+    counts["problems"] = np.array([len(problems)])
+    return Part(tables, [path], counts, _problems_table(problems))
+
+# %% ../nbs/04_tables.ipynb #aaf63611
+def _pooled_span(job: _Job, content: bool, errors: Errors, scratch: Path) -> tuple:
+    ("`(columns, segment, runs, problems)`: `_span_lines` of `job` in a worker process, its columns written to "
+     "`scratch` and sent as their segment alone (the columns themselves when they cannot be written).")
+    columns, runs, problems = _span_lines(job.paths[0], job.span, content, errors)
+    try: return None, _write_segment(scratch, _lines_part(job.paths[0], columns, problems), job.keys), runs, problems
+    except OSError: return columns, None, runs, problems
+
+# %% ../nbs/04_tables.ipynb #f4488f7e
+def _read_job(job: _Job, content: bool, errors: Errors, directory: Optional[Path]) -> tuple:
+    "What `job` reads in this process: `_read_batch` of its shards, or `_span_lines` of its span."
+    if job.span is None: return _read_batch(job.paths, job.keys, content, errors, directory)
+    return _span_lines(job.paths[0], job.span, content, errors)
+
+# %% ../nbs/04_tables.ipynb #c4185945
+def _received(job: _Job, result: tuple, handover: tuple, directory: Optional[Path]) -> tuple:
+    ("What a worker sent back for `job`, as `_read_job` gives it, its segment mapped from `handover` (batches', "
+     "spans' directories); its part or columns None when that did not map.")
+    if job.span is None:
+        part, segment = result
+        return part or _open_segment(handover[0], segment), (segment if directory else None)
+    columns, segment, runs, problems = result
+    if columns is None and (part := _open_segment(handover[1], segment)):
+        columns = {table: {name: part[table].column(name) for name in part[table].column_names} for table in part}
+    return columns, runs, problems
 
 # %% ../nbs/04_tables.ipynb #17dd7280
 def _own_share(sizes: list, processes: int) -> int:
@@ -989,39 +1110,41 @@ def _read_own(batches: list, own: int, futures: list, read):
         except ShardError as refusal: return {n: refusal}  # raised once the batches before it are known to read
     return {}
 
+# %% ../nbs/04_tables.ipynb #b2d37457
+def _pooled(job: _Job, content: bool, errors: Errors, handover: tuple) -> tuple:
+    "The function and arguments a worker process reads `job` with, handing over to `handover` (batches', spans' directories)."
+    if job.span is None: return _pooled_batch, job.paths, job.keys, content, errors, handover[0]
+    return _pooled_span, job, content, errors, handover[1]
+
 # %% ../nbs/04_tables.ipynb #a52f27d9
-def _read_pooled(batches: list, batch_paths: list, batch_keys: list, read, content: bool, errors: Errors, directory,
-                 processes: int):
+def _read_pooled(jobs: list, content: bool, errors: Errors, directory, processes: int):
     "`_read_all` with a pool: this process and `processes - 1` others, handing their tables over as segment files."
-    own = _own_share([sum(key[1] for key in batch) for batch in batch_keys], processes)
+    own = _own_share([job.size for job in jobs], processes)
     # the workers hand their tables over as segment files: in the cache, or in a scratch directory without one
-    scratch = None if directory else tempfile.TemporaryDirectory(prefix="modelrecord-load-", ignore_cleanup_errors=True)
-    handover = directory or Path(scratch.name)
+    spans = any(job.span is not None for job in jobs[:own])  # a span's columns always in the scratch directory
+    scratch = tempfile.TemporaryDirectory(prefix="modelrecord-load-", ignore_cleanup_errors=True) \
+        if spans or not directory else None
+    handover = (directory or Path(scratch.name), scratch and Path(scratch.name))
     pool = ProcessPoolExecutor(processes - 1)  # this process is the last worker
     try:
-        futures = [pool.submit(_pooled_batch, batch_paths[n], batch_keys[n], content, errors, handover)
-                   for n in range(own)]
-        refused = yield from _read_own(batches, own, futures, read)
-        for n in range(len(batches)):
+        futures = [pool.submit(*_pooled(jobs[n], content, errors, handover)) for n in range(own)]
+        refused = yield from _read_own(jobs, own, futures, lambda n: _read_job(jobs[n], content, errors, directory))
+        for n in range(len(jobs)):
             if n in refused: raise refused[n]
             if n < own and not futures[n].cancelled():
-                part, segment = futures[n].result()
-                yield batches[n], (part or _open_segment(handover, segment), segment if directory else None)
+                yield jobs[n], _received(jobs[n], futures[n].result(), handover, directory)
     finally:
         pool.shutdown(cancel_futures=True)
         if scratch: scratch.cleanup()  # what was mapped stays readable: a mapping outlives its file's name
 
 # %% ../nbs/04_tables.ipynb #278a4105
-def _read_all(batches: list, paths: list, keys: list, content: bool, errors: Errors, directory, workers: int):
-    ("`(batch, (part, segment))` for each of `batches` read, the part None when its segment did not map: in this "
-     "process, or by it and a pool of `workers - 1` processes; a refusal raised is the first in batch order.")
-    batch_paths, batch_keys = ([[values[i] for i in batch] for batch in batches] for values in (paths, keys))
-    read = lambda n: _read_batch(batch_paths[n], batch_keys[n], content, errors, directory)
-    if workers <= 1 or len(batches) <= 1:
-        for n, batch in enumerate(batches): yield batch, read(n)
+def _read_all(jobs: list, content: bool, errors: Errors, directory, workers: int):
+    ("`(job, what it read)` for each of `jobs` (see `_read_job`; a part or columns None when they did not map): in "
+     "this process, or by it and a pool of `workers - 1` processes; a refusal raised is the first in job order.")
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs: yield job, _read_job(job, content, errors, directory)
         return
-    processes = min(workers, len(batches))
-    yield from _read_pooled(batches, batch_paths, batch_keys, read, content, errors, directory, processes)
+    yield from _read_pooled(jobs, content, errors, directory, min(workers, len(jobs)))
 
 # %% ../nbs/04_tables.ipynb #d56260f6
 def _in_walk_order(count: int, read: dict, found: dict, opened: dict) -> list:
@@ -1045,23 +1168,38 @@ def _refuse_salvaged(part: Part):
     "Raise the first problem a salvaging load cached for the shards of `part`: a strict load refuses them."
     raise problem_errors(part.problems.slice(0, 1).to_pandas())[0]
 
+# %% ../nbs/04_tables.ipynb #e28e2c3e
+def _joined_spans(job: _Job, lines: tuple, spans: dict, count: int, content: bool, errors: Errors, directory) -> tuple:
+    ("`(part, segment)` of the shard of the span `job` once `spans` (start -> `_span_lines`) holds its `count` spans "
+     "with `lines`, joined and written to the cache `directory`; None before.")
+    if lines[0] is None: lines = _span_lines(job.paths[0], job.span, content, errors)  # its segment did not map: again
+    spans[job.span.start] = lines
+    if len(spans) < count: return None
+    part = _spans_part(job.paths[0], [spans.pop(start) for start in sorted(spans)])
+    return part, _written(directory, part, job.keys)
+
 # %% ../nbs/04_tables.ipynb #96bf7874
 def _read_fresh(paths: list, keys: list, fresh: list, content: bool, errors: Errors, directory, workers: int,
                 progress, written: list) -> dict:
-    ("The parts of the shards at positions `fresh` read in batches (first position -> part), each segment written "
-     "appended to `written`.")
-    sizes, read = [keys[i][1] for i in fresh], {}
+    ("The parts of the shards at positions `fresh` read in batches or spans (first position -> part), each segment "
+     "written appended to `written`.")
+    sizes, read, spans = [keys[i][1] for i in fresh], {}, {}
     with _progress(sum(sizes), progress) as bar:
-        batches = shard_batches(fresh, sizes, workers)
-        for batch, (part, segment) in _read_all(batches, paths, keys, content, errors, directory, workers):
-            if segment: written.append(segment)
-            read[batch[0]] = part or batch_tables([paths[i] for i in batch], content, errors)  # no map: again
-            bar.update(sum(keys[i][1] for i in batch))
+        jobs = _jobs(shard_batches(fresh, sizes, workers), paths, keys, workers)
+        cut = Counter(job.positions[0] for job in jobs if job.span is not None)  # shard -> its spans
+        for job, result in _read_all(jobs, content, errors, directory, workers):
+            bar.update(job.size)
+            if job.span is not None:
+                spanned = spans.setdefault(job.positions[0], {})
+                result = _joined_spans(job, result, spanned, cut[job.positions[0]], content, errors, directory)
+                if result is None: continue  # more spans of the shard to come
+            if result[1]: written.append(result[1])
+            read[job.positions[0]] = result[0] or batch_tables(job.paths, content, errors)  # no map: again
     return read
 
 # %% ../nbs/04_tables.ipynb #515b38b4
 def load(path, # a shard tree (a directory walked for `modeleval-*.jsonl`) or one shard file
-         *, workers: Optional[int] = None, # processes reading (None: every core for a tree of `PARALLEL_BYTES`)
+         *, workers: Optional[int] = None, # processes reading (None: every core for `PARALLEL_BYTES` to read)
          content: bool = False, # also read what was said (prompts, texts, arguments, results, digests)
          progress=None, # show a bar (None: when it can be seen), or a function told `(bytes_read, bytes_to_read)`
          errors: Errors = "raise", # "raise": refuse the tree at its first bad line; "collect": salvage the rest
@@ -1075,7 +1213,7 @@ def load(path, # a shard tree (a directory walked for `modeleval-*.jsonl`) or on
     found, opened, segments = _cached(directory, keys) if directory else ({}, {}, [])
     salvaged = _first_salvaged(found, opened) if errors == "raise" else None  # see `_refuse_salvaged`
     fresh = [i for i in range(len(paths) if salvaged is None else salvaged) if i not in found]
-    if workers is None: workers = min(_cores(), len(fresh)) if sum(keys[i][1] for i in fresh) >= PARALLEL_BYTES else 1
+    if workers is None: workers = _cores() if sum(keys[i][1] for i in fresh) >= PARALLEL_BYTES else 1
     written = []
     try: read = _read_fresh(paths, keys, fresh, content, errors, directory, workers, progress, written)
     finally:  # what was read is kept, even when a refusal ends the load

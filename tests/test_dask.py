@@ -46,7 +46,7 @@ def test_process_cluster_summary_equals_the_in_memory_one(tree, three_batches):
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         tables = load_dask(tree)
-        assert tables.turns.npartitions == 6 and len(tables.batches) >= 3
+        assert tables.turns.npartitions == len(tables.batches) >= 3  # small shards: a partition per batch
         spread = summary_dask(tables)
         turns, attempts = client.compute([tables.turns, tables.attempts], sync=True)
         workers = client.run(lambda: __import__("os").getpid())
@@ -74,19 +74,22 @@ def test_score_table_needs_content(tree):
     with pytest.raises(ValueError, match="content=True"): score_table(load_dask(tree), tree / KEY_NAME)
 
 
-def test_partitions_are_the_shards_read_alone(tree):
+def test_partitions_are_sized_by_bytes_and_keys_count_within_each_shard(tree, monkeypatch):
+    "Small shards share a partition, a batch over `PARTITION_BYTES` is cut in row ranges; keys count within a shard."
     from modelrecord.tables import combine, shard_tables
+    sizes = [p.stat().st_size for p in tree.rglob("modeleval-*.jsonl")]
+    assert load_dask(tree).turns.npartitions == 1  # the whole tree is far under a partition's bytes
+    monkeypatch.setattr("modelrecord.dask.PARTITION_BYTES", max(sizes) // 2)  # each shard cut in about two
     tables = load_dask(tree)
-    assert len(tables.batches) < tables.turns.npartitions  # shards are read in batches, cut into one partition each
+    assert tables.turns.npartitions > len(tables.paths) > len(tables.batches) == 1
     with dask.config.set(scheduler="synchronous"):
-        for at, path in enumerate(tables.paths):
-            alone = combine([shard_tables(path)])
-            for name in ("attempts", "turns", "blocks"):
-                part = tables[name].get_partition(at).compute()
-                assert set(part.shard) <= {path}, name
-                key = {"attempts": "session_key", "turns": "attempt_key", "blocks": "turn_key"}[name]
-                assert part[key].tolist() == alone[name][key].tolist(), (name, path)
-                assert list(part.index) == list(alone[name].index), (name, path)
+        for name in ("attempts", "turns", "blocks"):
+            frame = tables[name].compute()
+            alone = [combine([shard_tables(path)])[name] for path in tables.paths]
+            key = {"attempts": "session_key", "turns": "attempt_key", "blocks": "turn_key"}[name]
+            assert frame[key].tolist() == [k for part in alone for k in part[key]], name
+            assert list(frame.index) == [i for part in alone for i in part.index], name
+            assert list(frame.shard.astype(str)) == [p for path, part in zip(tables.paths, alone) for p in [path] * len(part)]
 
 
 def test_by_two_columns(tree):

@@ -164,8 +164,8 @@ def test_summary_and_export_read_a_tree_of_printable_but_hostile_names(tmp_path,
 def growing_during_the_read(monkeypatch, path: Path, more: bytes):
     "Make the reader's block loop find `more` appended to `path` after its first block: a writer still writing."
     real = reader._blocks
-    def blocks(file, size):
-        for n, block in enumerate(real(file, size)):
+    def blocks(file, size, stop=None):
+        for n, block in enumerate(real(file, size, stop)):
             if n == 0:
                 with open(path, "ab") as appending: appending.write(more)
             yield block
