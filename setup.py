@@ -13,6 +13,7 @@ def reqs(key):
     return cfg.get(key, "").split()
 
 analysis, explore, dask = reqs("analysis_requirements"), reqs("explore_requirements"), reqs("dask_requirements")
+remote = reqs("remote_requirements")  # trees at a URL: fsspec, and s3fs for s3://
 licenses = {"mit": "License :: OSI Approved :: MIT License"}
 statuses = ["Planning", "Pre-Alpha", "Alpha", "Beta", "Production/Stable", "Mature", "Inactive"]
 
@@ -42,8 +43,9 @@ setuptools.setup(
         "analysis": analysis,
         "explore": analysis + explore,
         "dask": analysis + dask,
-        "all": analysis + explore + dask,
-        "dev": analysis + explore + dask + reqs("dev_requirements"),
+        "remote": remote,
+        "all": analysis + explore + dask + remote,
+        "dev": analysis + explore + dask + remote + reqs("remote_dev_requirements") + reqs("dev_requirements"),
     },
     entry_points={"console_scripts": reqs("console_scripts"),
                   "pytest11": ["modelrecord = modelrecord.pytest_plugin"]},  # the plugin: active wherever the package is installed
