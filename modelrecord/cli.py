@@ -383,13 +383,13 @@ def explore_command(args) -> int:
         from modelrecord.sample import example_key
         args.key = args.key or example_key()  # the example is scored against its own key, as `score` does
     try:
-        shard_paths(tree)
+        shard_paths(tree, storage_options=_storage_options(args))
         if args.key:
             from modelrecord.key import load_key
             load_key(args.key)  # a malformed key is refused before a server starts
     except (ShardError, ValueError) as error: return _refused(error)
     return serve(tree, port=args.port, allow_any_path=args.allow_any_path, idle_timeout=args.idle_timeout,
-                 key=args.key, cache=not args.no_cache)
+                 key=args.key, cache=not args.no_cache, storage_options=_storage_options(args) or None)
 
 # %% ../nbs/17_cli.ipynb #ffe1b6b3
 @_subcommand

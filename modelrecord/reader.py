@@ -437,8 +437,10 @@ def _unreadable(path: str, failure: OSError) -> str:
     return f"cannot be read: {failure.strerror or failure}"
 
 # %% ../nbs/01_reader.ipynb #2aaef867
-def _open_remote(shard: RemoteShard) -> tuple:
-    "`(file, size)`: the object `shard` opened through its filesystem, and its size as listed; else a `ShardError`."
+def _open_remote(shard: str) -> tuple:
+    ("`(file, size)`: the object `shard` (a `RemoteShard`, or a URL listed now with fsspec's default options) opened "
+     "through its filesystem, and its size as listed; else a `ShardError`.")
+    if not isinstance(shard, RemoteShard): shard = remote_tree(shard)[1][0]
     try: return shard.fs.open(str(shard), "rb"), shard.info["size"]
     except OSError as failure: raise ShardError(shard, None, None, f"cannot be read: {failure}") from None
 
@@ -446,7 +448,7 @@ def _open_remote(shard: RemoteShard) -> tuple:
 def _open_shard(path: str) -> tuple:
     ("`(file, size)`: the regular file at `path` opened for reading without blocking in `open`, and its size then; "
      "else a `ShardError` saying what it is.")
-    if isinstance(path, RemoteShard): return _open_remote(path)
+    if is_url(path): return _open_remote(path)
     try: fd = os.open(path, _OPEN_FLAGS)
     except OSError as failure: raise ShardError(path, None, None, _unreadable(path, failure)) from None
     status = os.fstat(fd)

@@ -184,3 +184,35 @@ def test_a_local_load_imports_no_fsspec():
     code = ("import sys\nfrom modelrecord.tables import load\nfrom modelrecord.sample import example_tree\n"
             "from modelrecord.cli import main\nload(example_tree(), cache=False)\nprint('fsspec' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_the_explorer_shows_a_tree_at_a_url_and_reads_its_conversations(url, cache):
+    from modelrecord.explore import Explorer
+    tree = upload(example_tree(), url + "/t")
+    remote, local = Explorer(tree), Explorer(example_tree())
+    assert remote.error is None and len(remote.tables.attempts) == len(local.tables.attempts)
+    remote.open(5), local.open(5)
+    name = remote.tables.attempts.attempt[5]
+    assert name in remote.conversation.value and "mr-refusal" not in remote.conversation.value
+    assert remote.conversation.value == local.conversation.value
+    remote.refresh()
+    assert remote.error is None and remote.tree.changes["unchanged"] == 4
+    assert tree in remote.status.value
+
+
+def test_the_served_page_is_confined_to_its_url(url, cache):
+    from modelrecord.serve import PATH_ENV, _OPTIONS_ENV, ConfinedExplorer, page_explorer
+    tree = upload(example_tree(), url + "/t")
+    upload(example_tree(), url + "/t2")  # a sibling prefix: outside
+    page = page_explorer({PATH_ENV: tree, _OPTIONS_ENV: json.dumps({"skip_instance_cache": True})})
+    assert isinstance(page, ConfinedExplorer) and page.error is None and page.storage_options == {"skip_instance_cache": True}
+    assert len(page.tables.attempts) == 384
+    page.load("/etc")  # a path is taken from the tree's URL: never a local file
+    assert str(page.error) == f"{url}/t/etc: does not exist"
+    for outside in ("..", url + "/t2", "../t2", "file:///etc", "s3://other/t"):
+        page.load(outside)
+        assert isinstance(page.error, ShardError) and "is outside the tree this page serves" in str(page.error), outside
+        assert len(page.tables.attempts) == 384  # still showing what it showed
+    page.load("ce")
+    assert page.error is None and page.tables.attempts.shard.str.startswith("modeleval-").all()
+    with pytest.raises(ShardError, match="is outside"): page.openable("../t2")  # the Compare tab's box too
