@@ -338,6 +338,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                   'modelrecord.live.LiveTree.__init__': ('live.html#livetree.__init__', 'modelrecord/live.py'),
                                   'modelrecord.live.LiveTree.read': ('live.html#livetree.read', 'modelrecord/live.py'),
                                   'modelrecord.live._changes': ('live.html#_changes', 'modelrecord/live.py'),
+                                  'modelrecord.live._folder': ('live.html#_folder', 'modelrecord/live.py'),
                                   'modelrecord.live.file_stamp': ('live.html#file_stamp', 'modelrecord/live.py')},
             'modelrecord.panels': { 'modelrecord.panels._attempt_cell': ('panels.html#_attempt_cell', 'modelrecord/panels.py'),
                                     'modelrecord.panels._attempt_columns': ('panels.html#_attempt_columns', 'modelrecord/panels.py'),

@@ -33,6 +33,12 @@ def _changes(root: Path,  # the tree (a shard file's folder)
     return {"new": [name(p) for p in stale if p not in known], "changed": [name(p) for p in stale if p in known],
             "removed": [name(p) for p in removed], "unchanged": total - len(stale)}
 
+# %% ../nbs/11_live.ipynb #cd8d580e
+def _folder(tree) -> Path | str:  # a `LiveTree`, read
+    "What a `LiveTree`'s changes are named relative to: the tree, a lone shard's folder, or the URL its tables name."
+    if is_url(tree.path): return tree.tables.root
+    return tree.path if tree.path.is_dir() else tree.path.parent
+
 # %% ../nbs/11_live.ipynb #e2f93f7d
 class LiveTree:
     "A shard tree read again as it grows: only the shards that changed are read again; the last tables if none did."
@@ -57,8 +63,6 @@ class LiveTree:
             self.tables = load(self.path, content=self.content, progress=progress or False, errors=self.errors,
                                cache=self.cache, storage_options=self.storage_options)
         elif progress: progress(0, 0)
-        root = self.tables.root if is_url(self.path) else self.path if self.path.is_dir() else self.path.parent
-        self.changes = _changes(root, stale, removed,
-                                self.stamps, len(paths))
+        self.changes = _changes(_folder(self), stale, removed, self.stamps, len(paths))
         self.stamps = stamps
         return self.tables
