@@ -15,6 +15,7 @@ def reqs(key):
 analysis, explore, dask = reqs("analysis_requirements"), reqs("explore_requirements"), reqs("dask_requirements")
 inspect = reqs("inspect_requirements")  # Inspect AI logs in and out (modelrecord.inspect_logs)
 otel = reqs("otel_requirements")  # OpenTelemetry GenAI traces (modelrecord.otel): the OTLP messages, no SDK
+remote = reqs("remote_requirements")  # trees at a URL: fsspec, and s3fs for s3://
 licenses = {"mit": "License :: OSI Approved :: MIT License"}
 statuses = ["Planning", "Pre-Alpha", "Alpha", "Beta", "Production/Stable", "Mature", "Inactive"]
 
@@ -46,8 +47,9 @@ setuptools.setup(
         "dask": analysis + dask,
         "inspect": inspect,
         "otel": otel,
-        "all": analysis + explore + dask + inspect + otel,
-        "dev": analysis + explore + dask + inspect + otel + reqs("dev_requirements"),
+        "remote": remote,
+        "all": analysis + explore + dask + inspect + otel + remote,
+        "dev": analysis + explore + dask + inspect + otel + remote + reqs("dev_requirements"),
     },
     entry_points={"console_scripts": reqs("console_scripts"),
                   "pytest11": ["modelrecord = modelrecord.pytest_plugin"]},  # the plugin: active wherever the package is installed

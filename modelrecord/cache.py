@@ -6,6 +6,7 @@
 __all__ = ['CACHE_LIMIT_BYTES', 'cache_dir', 'Part', 'cache_limit', 'clear_cache', 'cache_size']
 
 # %% ../nbs/04a_cache.ipynb #068eb411
+import datetime
 import errno
 import hashlib
 import os
@@ -24,6 +25,8 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 import xxhash
+
+from .reader import is_url
 
 # %% ../nbs/04a_cache.ipynb #1ee30fe9
 def cache_dir() -> Path:
@@ -117,9 +120,10 @@ def _warn(refusal: str):
 
 # %% ../nbs/04a_cache.ipynb #4ede8547
 def _tree_dir(tree, plan: str) -> Optional[Path]:
-    ("The cache directory of the tree at `tree` read by the plan of digest `plan`, made private; None when it cannot "
-     "be, said on stderr when it is not safe.")
-    name = hashlib.sha256(f"{os.path.realpath(tree)}\0{plan}".encode()).hexdigest()[:24]
+    ("The cache directory of the tree at `tree` (a path, or a URL) read by the plan of digest `plan`, made private; "
+     "None when it cannot be, said on stderr when it is not safe.")
+    where = tree.rstrip("/") if is_url(tree) else os.path.realpath(tree)
+    name = hashlib.sha256(f"{where}\0{plan}".encode()).hexdigest()[:24]
     directory = cache_dir() / "trees" / name
     try:
         with _private_dir(directory): return directory
@@ -132,6 +136,24 @@ def _shard_key(path: str) -> tuple:
     "What identifies a shard file as it is now: its resolved path, size, modification time, inode, change time (ns)."
     status = os.stat(path)
     return path, status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns
+
+# %% ../nbs/04a_cache.ipynb #fc14fdc7
+_OBJECT_IDENTITY = ("VersionId", "version_id", "generation", "ETag", "etag", "md5Hash")  # the store's name for the bytes
+_OBJECT_TIME = ("LastModified", "last_modified", "mtime", "updated", "created")  # when the store last wrote them
+
+# %% ../nbs/04a_cache.ipynb #2bfa3f3f
+def _nanoseconds(moment) -> int:
+    "A store's time (a `datetime`, seconds since the epoch, or an ISO 8601 text) in nanoseconds since the epoch."
+    if isinstance(moment, str): moment = datetime.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if isinstance(moment, datetime.datetime): return round(moment.timestamp() * 1e6) * 1000
+    return round(float(moment) * 1e9)
+
+# %% ../nbs/04a_cache.ipynb #a1c03258
+def _object_key(url: str, info: dict) -> tuple:
+    "What identifies an object in a store as it is now: its URL, size, modification time (ns), version or ETag."
+    identity = next((str(info[name]) for name in _OBJECT_IDENTITY if info.get(name)), "")
+    moment = next((info[name] for name in _OBJECT_TIME if info.get(name) is not None), None)
+    return str(url), int(info["size"]), 0 if moment is None else _nanoseconds(moment), identity
 
 # %% ../nbs/04a_cache.ipynb #5f9de69c
 class Part(dict):

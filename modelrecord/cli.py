@@ -21,12 +21,12 @@ import warnings
 from pathlib import Path
 
 from .formatting import plural
-from .reader import ShardError, printable_path, read_shards
+from .reader import ExtraMissing, ShardError, as_local, is_url, printable_path, read_shards
 
 # %% ../nbs/17_cli.ipynb #5e05b919
-def _tree(path) -> Path:
-    "The tree a command reads: `path`, or the bundled example tree when none is given."
-    if path: return Path(path)
+def _tree(path) -> Path | str:
+    "The tree a command reads: `path` (a URL kept as it is), or the bundled example tree when none is given."
+    if path: return path if is_url(path) else Path(as_local(path))
     from modelrecord.sample import example_tree
     return example_tree()
 
@@ -74,6 +74,28 @@ _VERDICT = dict(choices=["clean", "completed", "unaided"], default=None,
                 help="with --key: the verdict that counts as success (default: clean)")
 _WIDE = dict(action="store_true", help="every column on one line (the default when the output is not a terminal)")
 
+# %% ../nbs/17_cli.ipynb #f085e70e
+_STORAGE_OPTION = dict(action="append", default=[], metavar="KEY=VALUE",
+                       help="an fsspec storage option for a tree at a URL (s3://, gs://, ...); repeatable")
+
+# %% ../nbs/17_cli.ipynb #0867b854
+def _option_value(given: str, value: str):
+    "The value of `--storage-option given`: a boolean, a JSON object or list, or the text itself."
+    if value.lower() in ("true", "false"): return value.lower() == "true"
+    if value[:1] not in ("{", "["): return value
+    try: return json.loads(value)
+    except json.JSONDecodeError as error: _misused(f"--storage-option {given}: {error}")
+
+# %% ../nbs/17_cli.ipynb #39d72003
+def _storage_options(args) -> dict:
+    "The `--storage-option KEY=VALUE`s of the command line as fsspec's `storage_options`."
+    options = {}
+    for given in getattr(args, "storage_option", None) or []:
+        key, equals, value = given.partition("=")
+        if not (key and equals): _misused(f"--storage-option takes KEY=VALUE, not {given!r}")
+        options[key] = _option_value(given, value)
+    return options
+
 # %% ../nbs/17_cli.ipynb #eb76c99f
 _PARSERS = {}  # builder name -> `build(commands)`, which adds one subcommand: in the order `--help` lists them
 
@@ -94,6 +116,7 @@ def _command_parser(commands, # the command line's subparsers
     sub = commands.add_parser(name, help=help)
     sub.add_argument("path", nargs="?" if optional_path else None,
                      help="a shard file or directory tree" + (" (default: the bundled example tree)" if optional_path else ""))
+    sub.add_argument("--storage-option", **_STORAGE_OPTION)
     sub.set_defaults(run=run)
     return sub
 
@@ -132,6 +155,9 @@ def main(argv=None) -> int:
         args.usage.print_usage(sys.stderr)
         print(f"modelrecord: {error}", file=sys.stderr)
         return 2
+    except ExtraMissing as missing:  # a tree at a URL, without the package that reads it
+        print(f"modelrecord: {missing}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt: return 130
     except BrokenPipeError: return 0
 
@@ -139,10 +165,11 @@ def main(argv=None) -> int:
 def validate_command(args) -> int:
     "Read a tree strictly; print each shard's line counts, then every refusal and how many, on stderr."
     tree = _tree(args.path)
-    try: shards, problems = read_shards(tree, errors="collect")
+    try: shards, problems = read_shards(tree, errors="collect", storage_options=_storage_options(args))
     except ShardError as error: return _refused(error)
     for shard in shards:
-        print(f"{printable_path(Path(shard.path).relative_to(tree) if tree.is_dir() else shard.path)}: {shard.counts}")
+        name = shard.name if is_url(tree) else Path(shard.path).relative_to(tree) if tree.is_dir() else shard.path
+        print(f"{printable_path(name)}: {shard.counts}")
     lines = sum(len(s.records) for s in shards)
     if not problems:
         print(f"{printable_path(tree)}: {len(shards)} shards, {lines} lines, all valid")
@@ -200,23 +227,24 @@ def _summary_misuse(args) -> str | None:
     return None
 
 # %% ../nbs/17_cli.ipynb #52cc08c3
-def _print_skipped(tables, tree: Path):
+def _print_skipped(tables, tree: Path | str):
     "On stderr, each line a salvaging load left out, named as `validate` names it under the tree as given; how many."
     from modelrecord.tables import problem_errors
-    for refusal in problem_errors(tables.problems, tree if tree.is_dir() else tree.parent):
+    root = tables.root if is_url(tree) else tree if tree.is_dir() else tree.parent
+    for refusal in problem_errors(tables.problems, root):
         print(f"modelrecord: skipped {refusal}", file=sys.stderr)
     if len(tables.problems): print(f"modelrecord: {plural(len(tables.problems), 'line')} refused, the rest read",
                                    file=sys.stderr)
 
 # %% ../nbs/17_cli.ipynb #f477bb0e
-def _loaded(args, # the parsed command line: its `--workers`, `--salvage` and `--no-cache`
-            tree: Path, # the tree (or shard) to read
+def _loaded(args, # the parsed command line: its `--workers`, `--salvage`, `--no-cache` and `--storage-option`s
+            tree: Path | str, # the tree (or shard) to read: a path, or a URL
             content: bool = False, # also read what was said (scoring needs it)
            ):
     "The `Tables` of `tree` read as the command line asks; what a salvaging read left out, named on stderr."
     from modelrecord.tables import load
     tables = load(tree, workers=args.workers, content=content, errors="collect" if args.salvage else "raise",
-                  cache=not args.no_cache)
+                  cache=not args.no_cache, storage_options=_storage_options(args))
     _print_skipped(tables, tree)
     return tables
 
@@ -437,13 +465,13 @@ def explore_command(args) -> int:
         from modelrecord.sample import example_key
         args.key = args.key or example_key()  # the example is scored against its own key, as `score` does
     try:
-        shard_paths(tree)
+        shard_paths(tree, storage_options=_storage_options(args))
         if args.key:
             from modelrecord.key import load_key
             load_key(args.key)  # a malformed key is refused before a server starts
     except (ShardError, ValueError) as error: return _refused(error)
     return serve(tree, port=args.port, allow_any_path=args.allow_any_path, idle_timeout=args.idle_timeout,
-                 key=args.key, cache=not args.no_cache)
+                 key=args.key, cache=not args.no_cache, storage_options=_storage_options(args) or None)
 
 # %% ../nbs/17_cli.ipynb #ffe1b6b3
 @_subcommand
@@ -491,7 +519,7 @@ def compare_command(args) -> int:
     misuse = _compare_misuse(args)
     if misuse: return _misused(misuse)
     keys, pick = args.key or [], args.runs or args.commits
-    try: trees = [_loaded(args, Path(path), content=bool(keys)) for path in args.paths]
+    try: trees = [_loaded(args, _tree(path), content=bool(keys)) for path in args.paths]
     except ShardError as error: return _unreadable(error)
     if pick:
         try: trees = [runs_of(trees[0], name.split(",") if args.runs else name) for name in pick]
@@ -523,6 +551,7 @@ def _compare_parser(commands):
     sub.add_argument("--workers", **_WORKERS)
     sub.add_argument("--salvage", **_SALVAGE)
     sub.add_argument("--no-cache", **_UNCACHED)
+    sub.add_argument("--storage-option", **_STORAGE_OPTION)
     sub.set_defaults(run=compare_command)
 
 # %% ../nbs/17_cli.ipynb #b19591ba

@@ -304,7 +304,8 @@ def _load_other(explorer: Explorer):
         self.compare_status.value = styled('<p class="mr-note">Name the tree to compare this one with.</p>')
         return
     try:
-        tree = LiveTree(self.openable(given), content=self.key is not None, errors=_errors(self), cache=self.cache)
+        tree = LiveTree(self.openable(given), content=self.key is not None, errors=_errors(self), cache=self.cache,
+                        storage_options=self.storage_options)
         tables = tree.read()
         scores = None if self.key is None else score(tables, self.key)
     except Exception as error:  # shown in the tab, as the explorer's own path box shows a refusal

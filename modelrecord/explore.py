@@ -24,7 +24,7 @@ from .formatting import count_text, plural, shown_name, usd_column, usd_decimals
 from .live import LiveTree, file_stamp
 from .panels import (_ATTEMPT_COLUMNS, _LEFT, _attempt_columns, _attempts_html, _loaded_html, _plot_html,
                                 _problems_html, _summary_html, refusal_html)
-from .reader import read_shard
+from .reader import is_url, read_shard, remote_tree
 from .record import ENDINGS
 from .sample import example_tree
 from .key import load_key
@@ -101,9 +101,10 @@ class Explorer:
                  key=None,  # an answer key (path or mapping): every attempt is scored against it, its verdict shown
                  # load every line that reads and list the others above the tabs; False: refuse the tree
                  salvage: bool = True,
-                 cache: bool = True):  # read through the load cache (`load`); False: neither read nor write it
+                 cache: bool = True,  # read through the load cache (`load`); False: neither read nor write it
+                 storage_options: Optional[dict] = None):  # for a tree at a URL: fsspec's options for its filesystem
         self.key = None if key is None else load_key(key)  # a malformed key is refused here, before anything is shown
-        self.salvage, self.cache = salvage, cache
+        self.salvage, self.cache, self.storage_options = salvage, cache, storage_options
         self.tables = self.filtered = self.tree = self.error = self.scores = None
         self.opened, self.shown, self._quiet = None, None, False
         self._shards, self._drawings, self._stale = {}, {}, set()
@@ -136,9 +137,10 @@ class Explorer:
         "Show the conversation of the attempt `key`, or none when `key` is None."
         _open(self, key)
 
-    def openable(self, path) -> Path:  # what a path box names
+    def openable(self, path) -> Path | str:  # what a path box names: a path, or a URL
         "The tree a path box naming `path` opens (blank: the example tree); a served page's explorer refuses others."
-        return Path(str(path).strip() or example_tree())
+        given = str(path).strip()
+        return given if is_url(given) else Path(given or example_tree())
 
     def draw_now(self):
         "Draw at once the plots of the Overview that wait for the kernel to be idle (see `_draw_plots`)."
@@ -418,12 +420,14 @@ def _load(explorer: Explorer, path=None):
     "Read the tree at `path` (default: the path box) from scratch and show it."
     if path is not None: explorer.path.value = str(path)
     _read(explorer, LiveTree(explorer.path.value.strip() or example_tree(), content=explorer.key is not None,
-                            errors=_errors(explorer), cache=explorer.cache), fresh=True)
+                            errors=_errors(explorer), cache=explorer.cache, storage_options=explorer.storage_options),
+          fresh=True)
 
 # %% ../nbs/13_explore.ipynb #1362165a
 def _refresh(explorer: Explorer):
     "Read again the shards of the loaded tree that changed since (or load, if the path box names another tree)."
-    wanted = Path(explorer.path.value.strip() or example_tree())
+    given = explorer.path.value.strip()
+    wanted = given if is_url(given) else Path(given or example_tree())
     if explorer.tree is None or wanted != explorer.tree.path: return explorer.load()
     _read(explorer, explorer.tree, fresh=False)
 
@@ -584,7 +588,8 @@ def _show_tab(explorer: Explorer, title: str):
 
 # %% ../nbs/13_explore.ipynb #8cf8db02
 def _read_cached(explorer: Explorer, path) -> object:
-    "`read_shard(path)`, remembered while the file is unchanged (a few shards at most)."
+    "`read_shard(path)`, remembered while the file (or the object at a URL) is unchanged (a few shards at most)."
+    if is_url(path): path = remote_tree(path, explorer.storage_options)[1][0]  # listed now: what the store says of it
     stamp, shards = file_stamp(path), explorer._shards
     cached = shards.get(str(path))
     if cached is None or cached[0] != stamp:

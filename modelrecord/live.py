@@ -10,12 +10,14 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from .reader import Errors, shard_paths
+from .cache import _object_key
+from .reader import Errors, RemoteShard, as_local, is_url, shard_paths
 from .tables import Tables, load
 
 # %% ../nbs/11_live.ipynb #9eb0e1ec
 def file_stamp(path) -> tuple:
-    "What a file looks like now: its size and modification time (ns)."
+    "What a file looks like now: its size and modification time (ns); for a shard at a URL, also its version or ETag."
+    if isinstance(path, RemoteShard): return _object_key(path, path.info)[1:]
     status = os.stat(path)
     return status.st_size, status.st_mtime_ns
 
@@ -31,29 +33,36 @@ def _changes(root: Path,  # the tree (a shard file's folder)
     return {"new": [name(p) for p in stale if p not in known], "changed": [name(p) for p in stale if p in known],
             "removed": [name(p) for p in removed], "unchanged": total - len(stale)}
 
+# %% ../nbs/11_live.ipynb #cd8d580e
+def _folder(tree) -> Path | str:  # a `LiveTree`, read
+    "What a `LiveTree`'s changes are named relative to: the tree, a lone shard's folder, or the URL its tables name."
+    if is_url(tree.path): return tree.tables.root
+    return tree.path if tree.path.is_dir() else tree.path.parent
+
 # %% ../nbs/11_live.ipynb #e2f93f7d
 class LiveTree:
     "A shard tree read again as it grows: only the shards that changed are read again; the last tables if none did."
     def __init__(self, path,  # a shard tree, or one shard file
                  content: bool = False,  # also keep texts, arguments, results and facts (what scoring reads)
                  errors: Errors = "raise",  # "collect": salvage every line that reads (see `load`)
-                 cache: bool = True):  # read through the load cache
-        self.path, self.content, self.errors, self.cache = Path(path), content, errors, cache
+                 cache: bool = True,  # read through the load cache
+                 storage_options: Optional[dict] = None):  # for a tree at a URL: fsspec's options for its filesystem
+        self.path = path if is_url(path) else Path(as_local(path))
+        self.content, self.errors, self.cache, self.storage_options = content, errors, cache, storage_options
         self.stamps = {}  # shard path -> its `file_stamp` at the last read
         self.tables = None  # the `Tables` of the last read
         self.changes = {}  # what the last `read` found: new, changed, removed (relative paths) and unchanged (a count)
 
     def read(self, progress: Optional[Callable] = None) -> Tables:
         "The tree's `Tables`, reading again only new and changed shards; `progress(done, total)` follows it in bytes."
-        paths = shard_paths(self.path)
+        paths = shard_paths(self.path, storage_options=self.storage_options)
         stamps = {path: file_stamp(path) for path in paths}
         stale = [path for path in paths if self.stamps.get(path) != stamps[path]]
         removed = [path for path in self.stamps if path not in stamps]
         if self.tables is None or stale or removed:
             self.tables = load(self.path, content=self.content, progress=progress or False, errors=self.errors,
-                               cache=self.cache)
+                               cache=self.cache, storage_options=self.storage_options)
         elif progress: progress(0, 0)
-        self.changes = _changes(self.path if self.path.is_dir() else self.path.parent, stale, removed,
-                                self.stamps, len(paths))
+        self.changes = _changes(_folder(self), stale, removed, self.stamps, len(paths))
         self.stamps = stamps
         return self.tables

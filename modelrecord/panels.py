@@ -14,7 +14,7 @@ import pandas as pd
 from . import plots
 from .formatting import count_text, ms_text, plural, share_text, usd_column, usd_text
 from .live import LiveTree
-from .reader import ShardError
+from .reader import ShardError, is_url
 from .record import ENDED_COMPLETED, ENDINGS
 from .summary import fraction_text, summary
 from .tables import Tables
@@ -115,9 +115,9 @@ def _attempts_html(rows: pd.DataFrame,  # rows of `attempt_totals`, with `shard`
 def _shown_path(path) -> str:
     "`path` as a person who typed it reads it: relative to the working directory when it lies under it, else as it is."
     if path is None: return ""
+    if is_url(str(path)): return str(path)  # a URL is shown as given
     relative = os.path.relpath(os.path.abspath(path))
     return relative if not relative.startswith(os.pardir) else str(path)
-
 
 # %% ../nbs/12a_panels.ipynb #21439209
 def refusal_html(error: Exception, shown: Optional[LiveTree]) -> str:

@@ -8,7 +8,9 @@ __all__ = ['PATH_ENV', 'KEY_ENV', 'ANY_PATH_ENV', 'NO_CACHE_ENV', 'served_notebo
 
 # %% ../nbs/14_serve.ipynb #5e0178d4
 import importlib.resources
+import json
 import os
+import posixpath
 import secrets
 import signal
 import socket
@@ -25,7 +27,7 @@ from nbformat.sign import NotebookNotary
 
 from .explore import Explorer
 from .panels import refusal_html
-from .reader import ShardError, shard_paths
+from .reader import ShardError, is_url, shard_paths
 
 # %% ../nbs/14_serve.ipynb #0dc0f19b
 PATH_ENV = "MODELRECORD_EXPLORE_PATH"  # the tree the served page shows; set by `serve`
@@ -37,6 +39,7 @@ NO_CACHE_ENV = "MODELRECORD_EXPLORE_NO_CACHE"  # "1": the page reads around the 
 
 # %% ../nbs/14_serve.ipynb #e27d0001
 _READY_ENV = "MODELRECORD_EXPLORE_READY"  # a file the page's kernel makes once its explorer is drawn (`serve` waits for it)
+_OPTIONS_ENV = "MODELRECORD_EXPLORE_STORAGE_OPTIONS"  # for a tree at a URL: fsspec's options for it, as JSON
 
 # %% ../nbs/14_serve.ipynb #7b720bec
 def _served(*parts) -> Path:
@@ -48,24 +51,43 @@ def served_notebook() -> Path:
     "The notebook `modelrecord explore` serves: the `page_explorer()` of the tree named by `PATH_ENV`."
     return _served("explorer.ipynb")
 
+# %% ../nbs/14_serve.ipynb #b13e4ffa
+def _outside(what: str, root) -> ShardError:
+    "The refusal of `what`, a path box's path outside the tree `root` the page serves."
+    return ShardError(what, None, None, f"is outside the tree this page serves ({root}): serve that tree with "
+                      "`modelrecord explore PATH`, or let the page open any path with --allow-any-path")
+
+# %% ../nbs/14_serve.ipynb #4e6d4d11
+def _url_key(url: str) -> str:
+    "`url` with its path normalised (`..`, `.` and doubled slashes resolved), to compare where it points."
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{posixpath.normpath('/' + rest).lstrip('/')}"
+
+# %% ../nbs/14_serve.ipynb #24659c04
+def _confined_url(root: str, given: str) -> str:
+    "`given` (a URL, or a path taken from the tree's URL `root`) normalised, if it lies in `root`; else refused."
+    if "://" in given and not is_url(given): raise _outside(given, root)  # a `file://` URL: a local path
+    base = _url_key(root)
+    wanted = _url_key(given if is_url(given) else f"{base}/{given}") if given else base
+    if wanted != base and not wanted.startswith(base + "/"): raise _outside(given, root)
+    return wanted
+
 # %% ../nbs/14_serve.ipynb #e4b5c6d7
-def confined_path(root,  # the tree the page serves: a directory, or a shard file
+def confined_path(root,  # the tree the page serves: a directory, or a shard file; or a URL
                   path,  # what the path box names (relative paths are taken from the tree); blank: `root`
-                 ) -> Path:
+                 ) -> Path | str:
     "`path` resolved, if it and every shard under it lie in `root` (links followed); else a `ShardError` naming `path`."
+    if is_url(str(root)): return _confined_url(str(root), str(path).strip())
     root, given = Path(root).resolve(), str(path).strip()
     base = root if root.is_dir() else root.parent
     wanted = (base / Path(given).expanduser()).resolve() if given else root
     def inside(candidate: Path) -> bool: return candidate == root or (root.is_dir() and candidate.is_relative_to(root))
-    def refused(what: str) -> ShardError:
-        return ShardError(what, None, None, f"is outside the tree this page serves ({root}): serve that tree with "
-                          "`modelrecord explore PATH`, or let the page open any path with --allow-any-path")
-    if not inside(wanted): raise refused(given)
+    if not inside(wanted): raise _outside(given, root)
     if wanted.is_dir():
         try: shards = shard_paths(wanted)
         except ShardError: return wanted  # an empty or unlistable tree: the read says what is wrong with it
         for shard in shards:
-            if not inside(Path(shard).resolve()): raise refused(shard)
+            if not inside(Path(shard).resolve()): raise _outside(shard, root)
     return wanted
 
 # %% ../nbs/14_serve.ipynb #6b0b5c2d
@@ -80,12 +102,13 @@ def _confined_box(explorer) -> Optional[Path]:  # a `ConfinedExplorer`
 # %% ../nbs/14_serve.ipynb #b8c7d6e5
 class ConfinedExplorer(Explorer):
     "An `Explorer` whose path box opens only `root` and what lies under it."
-    def __init__(self, root,  # the tree the explorer may show: a directory, or a shard file
+    def __init__(self, root,  # the tree the explorer may show: a directory, or a shard file; or a URL
                  load: bool = True,  # read it at once
                  key=None,  # an answer key (path or mapping), as `Explorer` takes it
-                 cache: bool = True):  # read through the load cache, as `Explorer` does
-        self.root = Path(root).resolve()
-        super().__init__(self.root, load, key, cache=cache)
+                 cache: bool = True,  # read through the load cache, as `Explorer` does
+                 storage_options: Optional[dict] = None):  # for a tree at a URL: fsspec's options for it
+        self.root = _url_key(root) if is_url(str(root)) else Path(root).resolve()
+        super().__init__(self.root, load, key, cache=cache, storage_options=storage_options)
 
     def load(self, path=None):  # a path in the tree; None: the one the path box names
         "Read the tree at `path` (default: the path box) from scratch and show it, if it lies in `root`."
@@ -97,7 +120,7 @@ class ConfinedExplorer(Explorer):
         "Read again what changed in the loaded tree (or load the one the path box names), if it lies in `root`."
         if _confined_box(self) is not None: super().refresh()
 
-    def openable(self, path) -> Path:  # what a path box names (relative paths are taken from the tree)
+    def openable(self, path) -> Path | str:  # what a path box names (relative paths are taken from the tree)
         "`path` resolved, if it lies in `root`; else a `ShardError` saying how to serve it (as the Compare tab asks)."
         return confined_path(self.root, path)
 
@@ -107,9 +130,10 @@ def page_explorer(environ=None,  # the environment `serve` set (default: `os.env
     "The page's explorer: of the tree `PATH_ENV` names, scored by `KEY_ENV`'s key, confined unless `ANY_PATH_ENV` is 1."
     environ = os.environ if environ is None else environ
     tree, key = environ.get(PATH_ENV) or None, environ.get(KEY_ENV) or None
-    cache = environ.get(NO_CACHE_ENV) != "1"
+    cache, options = environ.get(NO_CACHE_ENV) != "1", json.loads(environ.get(_OPTIONS_ENV) or "null")
     confined = environ.get(ANY_PATH_ENV) != "1" and tree is not None
-    explorer = (ConfinedExplorer if confined else Explorer)(tree, load=load, key=key, cache=cache)
+    explorer = (ConfinedExplorer if confined else Explorer)(tree, load=load, key=key, cache=cache,
+                                                            storage_options=options)
     explorer.draw_now()  # its plots too: a pre-warmed kernel has the time, the page's first view has not
     if environ.get(_READY_ENV): Path(environ[_READY_ENV]).touch()  # drawn: `serve` may print the address now
     return explorer
@@ -162,10 +186,12 @@ def _voila_command(port: int,  # the port on 127.0.0.1
             *(["--KernelManager.transport=ipc"] if os.name == "posix" else [])]
 
 # %% ../nbs/14_serve.ipynb #2d0b4b30
-def _voila_env(path, token: str, allow_any_path: bool, key=None, cache: bool = True) -> dict:
-    ("Voila's environment: its token, the tree, whether the page may leave it, the answer key, whether it reads "
-     "through the load cache, where the template is.")
-    env = {**os.environ, "JUPYTER_TOKEN": token, PATH_ENV: str(Path(path).resolve())}
+def _voila_env(path, token: str, allow_any_path: bool, key=None, cache: bool = True, storage_options=None) -> dict:
+    ("Voila's environment: its token, the tree (and its URL's storage options), whether the page may leave it, the "
+     "answer key, whether it reads through the load cache, where the template is.")
+    env = {**os.environ, "JUPYTER_TOKEN": token, PATH_ENV: path if is_url(str(path)) else str(Path(path).resolve())}
+    env.pop(_OPTIONS_ENV, None)
+    if storage_options: env[_OPTIONS_ENV] = json.dumps(storage_options)
     env.pop("JUPYTER_TOKEN_FILE", None)
     if allow_any_path: env[ANY_PATH_ENV] = "1"
     else: env.pop(ANY_PATH_ENV, None)
@@ -277,6 +303,7 @@ def serve(path,  # the shard tree or shard file to show
           warm: int = 1,  # kernels kept pre-warmed for the next views (0: each view starts its own)
           key=None,  # an answer key file: the page shows each attempt's verdict against it
           cache: bool = True,  # read through the load cache; False: the page neither reads nor writes it
+          storage_options: Optional[dict] = None,  # for a tree at a URL: fsspec's options for its filesystem
          ) -> int:
     "Serve the explorer of the tree at `path` on http://127.0.0.1:`port` until Ctrl-C; return the exit status."
     out = out or sys.stdout
@@ -287,7 +314,7 @@ def serve(path,  # the shard tree or shard file to show
         return 1
     with tempfile.TemporaryDirectory(prefix="modelrecord-explore-") as private:
         _trust(served_notebook(), Path(private))
-        env, drawn = _voila_env(path, token, allow_any_path, key, cache), Path(private, "drawn") if warm else None
+        env, drawn = _voila_env(path, token, allow_any_path, key, cache, storage_options), Path(private, "drawn") if warm else None
         if drawn: env[_READY_ENV] = str(drawn)  # the address is printed once the pre-warmed kernel drew the page
         child = subprocess.Popen(_voila_command(port, Path(private), idle_timeout, warm), env=env,
                                  start_new_session=True, stderr=subprocess.PIPE, text=True, errors="replace")

@@ -31,12 +31,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .formatting import plural
-from .cache import (Part, _cached, _first_salvaged, _open_segment, _shard_key, _slice, _tree_dir,
+from .cache import (Part, _cached, _first_salvaged, _object_key, _open_segment, _shard_key, _slice, _tree_dir,
                                _update_index, _write_segment)
 from .record import (
     AttemptRecord, BLOCK_KINDS, COST_COMPONENTS, CallRecord, ENDINGS, GO_ZERO_TIME, OUTCOMES, Price, RunRecord,
     SessionRecord, TOKEN_CATEGORIES, TOKEN_PRICES, TURN_STATUSES, TurnRecord, VerifyRecord, first_line_problem)
-from .reader import Errors, ShardError, Span, paused_gc, read_blocks, shard_paths, shard_spans
+from .reader import (Errors, ShardError, Span, as_local, is_url, paused_gc, read_blocks, remote_tree, shard_paths,
+                                shard_spans)
 
 # %% ../nbs/04_tables.ipynb #ca05b548
 _ARROW_TYPES = {"int": pa.int64(), "float": pa.float64(), "float0": pa.float64(), "bool": pa.bool_(),
@@ -659,8 +660,8 @@ def _counts(part: Mapping) -> dict:
 
 # %% ../nbs/04_tables.ipynb #817e981b
 def _relative(paths: list, root) -> list:
-    "The shard `paths` relative to `root` (a prefix cut off when they are all under it, as a load's are)."
-    prefix = os.path.join(os.path.abspath(root), "")
+    "The shard `paths` relative to `root` (a folder, or a URL; a prefix cut off when they are all under it, as a load's are)."
+    prefix = str(root).rstrip("/") + "/" if is_url(root) else os.path.join(os.path.abspath(root), "")
     if all(path.startswith(prefix) for path in paths): return [path[len(prefix):] for path in paths]
     return [os.path.relpath(path, root) for path in paths]
 
@@ -748,7 +749,7 @@ def _problems(parts: list, root) -> pd.DataFrame:
     tables = [part.problems for part in parts if isinstance(part, Part)] or [_problems_table([])]
     frame = pa.concat_tables(tables).to_pandas()
     frame["line"] = frame.line.astype("Int64")
-    if root is not None: frame["shard"] = [os.path.relpath(p, root) for p in frame.shard]
+    if root is not None: frame["shard"] = _relative(list(frame.shard), root)
     return frame
 
 # %% ../nbs/04_tables.ipynb #c480c450
@@ -903,7 +904,7 @@ class Tables:
     def _repr_html_(self):
         source = "each run's own prices" if self.prices is None else "prices given to <code>priced()</code>"
         problems = f" {len(self.problems)} lines refused (see <code>.problems</code>)." if len(self.problems) else ""
-        where = f"shards under <code>{os.path.relpath(self.root)}</code>"
+        where = f"shards under <code>{self.root if is_url(self.root) else os.path.relpath(self.root)}</code>"
         return self.rows.to_frame().T.to_html() + f"<p>Costs at {source}; {where}.{problems}</p>"
 
     def where(self,
@@ -1168,6 +1169,18 @@ def _refuse_salvaged(part: Part):
     "Raise the first problem a salvaging load cached for the shards of `part`: a strict load refuses them."
     raise problem_errors(part.problems.slice(0, 1).to_pandas())[0]
 
+# %% ../nbs/04_tables.ipynb #9c297e1c
+def _tree_shards(path, storage_options: Optional[dict] = None) -> tuple:
+    ("`(paths, keys, root)`: the shards of the tree (or shard) at `path`, a local path or a URL, what identifies each "
+     "as it is now, and the folder (or URL) their `shard` column is relative to.")
+    if is_url(path):
+        root, shards = remote_tree(path, storage_options)
+        return shards, [_object_key(shard, shard.info) for shard in shards], root
+    path = as_local(path)
+    paths = shard_paths(os.path.realpath(path), text=True)  # resolved once (the walk follows no link to a directory)
+    root = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+    return paths, [_shard_key(p) for p in paths], Path(root)
+
 # %% ../nbs/04_tables.ipynb #e28e2c3e
 def _joined_spans(job: _Job, lines: tuple, spans: dict, count: int, content: bool, errors: Errors, directory) -> tuple:
     ("`(part, segment)` of the shard of the span `job` once `spans` (start -> `_span_lines`) holds its `count` spans "
@@ -1198,18 +1211,18 @@ def _read_fresh(paths: list, keys: list, fresh: list, content: bool, errors: Err
     return read
 
 # %% ../nbs/04_tables.ipynb #515b38b4
-def load(path, # a shard tree (a directory walked for `modeleval-*.jsonl`) or one shard file
+def load(path, # a shard tree (a directory walked for `modeleval-*.jsonl`) or one shard file; or a URL (`s3://…`)
          *, workers: Optional[int] = None, # processes reading (None: every core for `PARALLEL_BYTES` to read)
          content: bool = False, # also read what was said (prompts, texts, arguments, results, digests)
          progress=None, # show a bar (None: when it can be seen), or a function told `(bytes_read, bytes_to_read)`
          errors: Errors = "raise", # "raise": refuse the tree at its first bad line; "collect": salvage the rest
          cache: bool = True, # read and write the load cache (`modelrecord.cache`)
+         storage_options: Optional[dict] = None, # for a URL: fsspec's options for its filesystem (credentials, ...)
         ) -> Tables:
     "The `Tables` of the shard tree (or shard file) at `path`, read strictly or salvaging, through the cache."
     if errors not in ("raise", "collect"): raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
-    paths = shard_paths(os.path.realpath(path), text=True)  # resolved once (the walk follows no link to a directory)
-    keys = [_shard_key(p) for p in paths]
-    directory = _tree_dir(path, _plan_digest(content)) if cache else None
+    paths, keys, root = _tree_shards(path, storage_options)
+    directory = _tree_dir(as_local(path), _plan_digest(content)) if cache else None
     found, opened, segments = _cached(directory, keys) if directory else ({}, {}, [])
     salvaged = _first_salvaged(found, opened) if errors == "raise" else None  # see `_refuse_salvaged`
     fresh = [i for i in range(len(paths) if salvaged is None else salvaged) if i not in found]
@@ -1221,8 +1234,7 @@ def load(path, # a shard tree (a directory walked for `modeleval-*.jsonl`) or on
     if salvaged is not None:
         n, at = found[salvaged]
         _refuse_salvaged(_slice(opened[n], at, at + 1))
-    root = os.path.realpath(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
-    return combine(_in_walk_order(len(paths), read, found, opened), Path(root))
+    return combine(_in_walk_order(len(paths), read, found, opened), root)
 
 # %% ../nbs/04_tables.ipynb #e84b9e61
 def _export_schema(frame: pd.DataFrame, plan: pa.Schema, ns: bool) -> pa.Schema:

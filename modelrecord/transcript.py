@@ -16,7 +16,7 @@ import msgspec
 import pandas as pd
 
 from .formatting import count_text, ms_text, plural, usd_text
-from .reader import read_shard
+from .reader import is_url, read_shard
 from .plots import ENDING_COLOURS
 from .record import (
     BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL, ENDED_COMPLETED, ENDED_MALFORMED, ENDED_OVER_BUDGET,
@@ -33,9 +33,10 @@ class AttemptLines(NamedTuple):
     verifies: list
 
 # %% ../nbs/12_transcript.ipynb #df5aedd2
-def _shard_file(tables: Tables, key: int) -> Path:
-    "The shard file that holds the attempt `key` (an `attempt_key` of `tables`)."
+def _shard_file(tables: Tables, key: int) -> Path | str:
+    "The shard file that holds the attempt `key` (an `attempt_key` of `tables`): a path, or a URL for a tree at one."
     shard = tables.attempts.shard[key]
+    if is_url(tables.root): return f"{tables.root}/{shard}"
     return Path(tables.root) / shard if tables.root is not None else Path(shard)
 
 # %% ../nbs/12_transcript.ipynb #c507394c
