@@ -27,7 +27,9 @@ def pytest_unconfigure(config):
 # CI does (CI=true), and a `-m` expression of one's own decides alone (`-m slow` runs only it).
 # A test file joins the tier by a module-level `pytestmark = pytest.mark.slow`, or by being named here.
 SLOW_FILES = {"tests/test_serve_browser.py", "tests/test_explore_browser.py", "tests/test_explore_jupyterlab.py",
-              "tests/test_serve.py", "tests/test_score_properties.py", "tests/test_reader_fuzz.py"}
+              "tests/test_serve.py", "tests/test_score_properties.py", "tests/test_reader_fuzz.py",
+              "tests/test_pytest_plugin.py",  # pytest run in subprocesses, with and without xdist: 5 minutes of work
+              "tests/test_explore.py", "tests/test_remote.py"}  # widgets driven through many states; Voila kernels
 
 
 def pytest_addoption(parser):

@@ -608,7 +608,8 @@ def test_the_compare_tab_compares_two_models(fresh, tables):
     from modelrecord.compare import attempt_successes, compare_models
     fresh.show_tab("Compare")
     models = sorted(tables.attempts.model.astype(str).unique())
-    assert (fresh.compare_a.options, fresh.compare_a.value, fresh.compare_b.value) == (tuple(models), models[0], models[1])
+    offered = tuple((name, name) for name in models)  # (label, value): plain names are their own labels
+    assert (fresh.compare_a.options, fresh.compare_a.value, fresh.compare_b.value) == (offered, models[0], models[1])
     fresh.compare_a.value, fresh.compare_b.value = SONNET, PERFECT
     expected = compare_models(tables, SONNET, PERFECT)
     view = fresh.compare_view.value
