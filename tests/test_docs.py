@@ -331,7 +331,7 @@ def test_site_in_a_browser(served):
 
             page.goto(home + "index.html", wait_until="networkidle")
             nav = page.locator(".sidebar-tree a.reference")
-            assert nav.count() == len(build_docs.chapters(NBS))
+            assert nav.count() == len(build_docs.chapters(NBS)) + len(build_docs.markdown_pages(ROOT))
             page.screenshot(path=str(ARTIFACTS / "docs-home.png"))
 
             page.goto(home + "reader.html", wait_until="networkidle")
