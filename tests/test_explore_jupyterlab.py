@@ -132,8 +132,11 @@ def test_the_explorer_in_jupyterlab(lab):
             sizes = page.evaluate(TOO_WIDE)
             page.screenshot(path=str(ARTIFACTS / "explore-jupyterlab-overview.png"))
             assert sizes["wide"] == [] and sizes["scrolling"] == [], sizes
-            summary = page.locator(".jp-Notebook .mr-summary .mr-scroll:visible").first.evaluate(
-                "e => [e.scrollWidth, e.clientWidth]")  # the summary in view (an earlier one may stay, hidden)
+            # The summary of the new filters is drawn on a later turn of the kernel's loop: wait until one is laid out.
+            laid_out = ("() => [...document.querySelectorAll('.jp-Notebook .mr-summary .mr-scroll')]"
+                        ".filter(e => e.clientWidth > 0).map(e => [e.scrollWidth, e.clientWidth])")
+            page.wait_for_function(f"() => ({laid_out})().length > 0", timeout=60_000)
+            summary = page.evaluate(laid_out)[0]
             assert summary[0] > summary[1], summary  # the summary is wider than the cell: it scrolls inside itself
         finally:
             page.screenshot(path=str(ARTIFACTS / "explore-jupyterlab.png"))  # as it was left, passed or failed
