@@ -89,6 +89,17 @@ def descriptor_of(path) -> int:
     raise LookupError(f"{path} is not open in this process")
 
 
+def stop_with_descendants(process: subprocess.Popen, started: set):
+    "Stop `process` as Ctrl-C does (killed after 30 s), then kill what it started (`started` and its descendants now)."
+    started.update(descendants(process.pid))
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try: process.wait(30)
+        except subprocess.TimeoutExpired: process.kill(); process.wait()
+    for pid in started:
+        if alive(pid): os.kill(pid, signal.SIGKILL)
+
+
 @contextmanager
 def explore_server(log, *arguments: str, wait: float = 90):
     "`modelrecord explore *arguments`, stderr to the open file `log`: `(url, process, lines)` once it prints its address."
@@ -108,10 +119,4 @@ def explore_server(log, *arguments: str, wait: float = 90):
         started.update(descendants(process.pid))
         yield url, process, lines
     finally:
-        started.update(descendants(process.pid))
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try: process.wait(30)
-            except subprocess.TimeoutExpired: process.kill(); process.wait()
-        for pid in started:
-            if alive(pid): os.kill(pid, signal.SIGKILL)
+        stop_with_descendants(process, started)

@@ -4,7 +4,6 @@ the spans read back through its REST API are the tables': as many invoke_agent, 
 attempts, turns and calls, and the same token sums. Phoenix is stopped by PID, with every process it started."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.proto")
 pytest.importorskip("phoenix")
-from processes import alive, descendants, free_port  # noqa: E402
+from processes import descendants, free_port, stop_with_descendants  # noqa: E402
 
 from modelrecord import otel  # noqa: E402
 from modelrecord.sample import example_tree  # noqa: E402
@@ -54,13 +53,7 @@ def phoenix(tmp_path):
         started.update(descendants(process.pid))
         yield base
     finally:
-        started.update(descendants(process.pid))
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try: process.wait(30)
-            except subprocess.TimeoutExpired: process.kill(); process.wait()
-        for pid in started:
-            if alive(pid): os.kill(pid, signal.SIGKILL)
+        stop_with_descendants(process, started)
 
 
 def flat(attributes: dict, prefix: str = "") -> dict:
