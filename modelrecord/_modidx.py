@@ -1000,6 +1000,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                     'modelrecord.sample._call_id': ('sample.html#_call_id', 'modelrecord/sample.py'),
                                     'modelrecord.sample._clear_shards': ('sample.html#_clear_shards', 'modelrecord/sample.py'),
                                     'modelrecord.sample._conversation': ('sample.html#_conversation', 'modelrecord/sample.py'),
+                                    'modelrecord.sample._corpus_digests': ('sample.html#_corpus_digests', 'modelrecord/sample.py'),
                                     'modelrecord.sample._created': ('sample.html#_created', 'modelrecord/sample.py'),
                                     'modelrecord.sample._diff': ('sample.html#_diff', 'modelrecord/sample.py'),
                                     'modelrecord.sample._diff_answer': ('sample.html#_diff_answer', 'modelrecord/sample.py'),

@@ -864,6 +864,13 @@ class _ShardMaker:
         served = _SERVED[plan.surface][self.edition == "ee"]
         return served if plan.mode != "read-only" or plan.surface == "dynamic" else served * 11 // 20
 
+# %% ../nbs/03_sample.ipynb #c0a7d1e5
+def _corpus_digests(seed: int) -> tuple:
+    "The corpus and contract digests of every trial of `seed`: drawn after the first trial's day and commit."
+    tree = random.Random(f"modelrecord.sample:tree:{seed}")
+    tree.randint(0, 20), tree.randint(0, 600), tree.getrandbits(160)  # the first trial's day and commit
+    return _hex_digest("corpus", tree.random()), _hex_digest("contract", tree.random())
+
 # %% ../nbs/03_sample.ipynb #8c5dd70d
 def _run(maker: _ShardMaker, shard: int) -> Run:
     "The run line of `maker`'s shard."
@@ -871,7 +878,7 @@ def _run(maker: _ShardMaker, shard: int) -> Run:
     day = dt.datetime(2026, 9, 14, 8, 0, tzinfo=dt.timezone.utc)
     day += dt.timedelta(days=tree.randint(0, 20) + 21 * maker.trial, minutes=tree.randint(0, 600))
     commit = f"{tree.getrandbits(160):040x}"
-    corpus, contract = _hex_digest("corpus", tree.random()), _hex_digest("contract", tree.random())
+    corpus, contract = _corpus_digests(maker.seed)
     started = day + dt.timedelta(seconds=rng.randint(0, 90), microseconds=rng.randint(0, 999_999))
     started = GoTime.of(started, nanosecond=random.Random(maker.name).randrange(1000))  # Go's clock has nanoseconds
     return Run(package="test/e2e/modeleval",
