@@ -4,6 +4,7 @@ Runs are written by the project's own generator (`sample.generate`) and writer (
 and session lines changed where a test needs a configuration the generator does not make."""
 import json
 import os
+import shutil
 import warnings
 from pathlib import Path
 
@@ -231,3 +232,76 @@ def test_json_says_what_was_folded_refused_merged_and_written(site, tmp_path):
     assert facts["status"] == 0 and facts["written"] == [os.path.join("docs", "model-results.json")]
     assert {r["rule"] for r in facts["refused"]} == {"fake-provider"}
     assert all({"key", "shard", "attempts"} <= set(f) for f in facts["folded"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole path on the bundled runs, through the command line (as the publishing chapter walks it)
+
+def cases_of(run: Path, cases: set, to: Path) -> Path:
+    "A copy of the run at `run` under `to` holding only the attempts of `cases`, with their turns, calls and verifies."
+    for shard in sorted(run.rglob("modeleval-*.jsonl")):
+        kept, lines = set(), []
+        for line in shard.read_bytes().splitlines(keepends=True):
+            kind = msgspec.json.decode(line)["type"]
+            body = msgspec.json.decode(line)[kind]
+            if kind == "attempt" and body["case"] in cases: kept.add(body["id"])
+            if kind in ("run", "session") or body.get("id" if kind == "attempt" else "attempt") in kept: lines.append(line)
+        (to / shard.relative_to(run)).parent.mkdir(parents=True, exist_ok=True)
+        (to / shard.relative_to(run)).write_bytes(b"".join(lines))
+    return to
+
+
+def test_the_bundled_runs_fold_refold_two_cases_and_pass_the_gate_through_the_command_line(site, monkeypatch, capsys):
+    from modelrecord.cli import main
+    from modelrecord.sample import example_runs
+    before, after = example_runs()
+    shutil.copytree(before, site / "runs/before")
+    cases_of(after, {"MT-002", "MT-003"}, site / "runs/rerun")
+    head = json.loads(next((site / "runs/before").rglob("modeleval-*.jsonl")).read_bytes().split(b"\n")[0])["run"]
+    monkeypatch.chdir(site)  # as CI runs it from a checkout: every path printed is relative
+
+    def publish_command(*argv) -> tuple:
+        status = main(["publish", "--root", ".", "--key", "runs/before/key.json",
+                       "--corpus-digest", head["corpus_digest"], *argv])
+        out, err = capsys.readouterr()
+        return status, out.splitlines(), err.splitlines()
+
+    status, out, err = publish_command("--shards", "runs/before", "--render")
+    assert (status, err) == (0, [])
+    assert out[-3:] == [PREFIX + "runs/before: 20 candidate row(s), 15 published, 5 refused by [duplicate-row, fake-provider, "
+                        "filtered-run, incomplete-provenance, stale-corpus, unobserved-session]",
+                        PREFIX + "wrote docs/model-results.json: 15 row(s), 7 cross-vendor table(s), 3 cross-surface comparison(s)",
+                        PREFIX + "redrew the managed blocks of docs/model-results.md"]
+    first = record(site)["rows"]
+
+    status, out, err = publish_command("--shards", "runs/rerun")  # a plain fold of the same keys: duplicates, nothing changes
+    assert status == 0 and sum("refused [duplicate-row]" in line for line in out) == 15
+    assert record(site)["rows"] == first
+
+    status, out, err = publish_command("--shards", "runs/rerun", "--refold", "--render")
+    merged = [line for line in out if "merged into the published row" in line]
+    assert (status, err, len(merged)) == (0, [], 15)
+    assert all("2 case(s) replaced (MT-002, MT-003), " in line for line in merged)
+    assert out[-1] == PREFIX + "redrew the managed blocks of docs/model-results.md"
+    rows = record(site)["rows"]
+    assert [r["key"] for r in rows] == [r["key"] for r in first]
+    for was, row in zip(first, rows):
+        assert {c for c in row["cases"] if row["cases"][c] != was["cases"][c]} == {"MT-002", "MT-003"}
+        assert set(row["cases"]) == set(was["cases"])  # every other case kept as it stood
+        assert {k: row[k] for k in ("counts", "columns", "tokens")} == sum_cases(row["cases"])
+        assert row["provenance"]["commit"] != was["provenance"]["commit"]  # the row takes the re-run's provenance
+
+    status, out, err = publish_command("--check")
+    assert (status, err) == (0, [])
+    assert out == [PREFIX + "docs/model-results.json and the blocks drawn from it agree: 15 row(s), 7 cross-vendor "
+                   "table(s), 3 cross-surface comparison(s)"]
+
+    edited = record(site)
+    edited["rows"][0]["counts"]["attempts"] += 1
+    (site / "docs/model-results.json").write_text(json.dumps(edited, indent=1))
+    status, out, err = publish_command("--check")
+    assert (status, out) == (1, [])
+    assert err[0].startswith(PREFIX + "the row model=anthropic:claude-sonnet-4;effort=high surface=dynamic mode=default ")
+    assert err[0].endswith("does not add up: counts.attempts is 15 but its cases sum to 14")
+    assert err[1] == PREFIX + ("the managed blocks of docs/model-results.md do not match docs/model-results.json; "
+                               "run modelrecord publish --render")
