@@ -203,7 +203,7 @@ def _call_line(event: ToolEvent, attempt: str, turn: int, index: int) -> Call:
     text, truncated = cap_text(_result_text(event.result) or (event.error.message if event.error else ""))
     native = {"attempt": attempt, "turn": turn, "index": index, "tool": event.function, "arguments": event.arguments,
               "outcome": _outcome(event.error), "text": text, "text_truncated": truncated,
-              "duration_ms": _ms(event.working_time)}
+              "duration_ms": _ms(event.working_time), "dispatch_observed": True}  # the event is Inspect's own account of the call
     if event.error and event.error.type == "approval": native["refusal_reason"] = event.error.message
     return _as_line({**native, **_saved(event.metadata)}, Call)
 

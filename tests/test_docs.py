@@ -111,6 +111,13 @@ def test_readme_is_generated_from_the_index_notebook():
     assert "python tools/build_docs.py" in readme
 
 
+def test_the_readme_links_to_notebooks_that_exist():
+    "A link of the index notebook to a chapter (`NN_name.ipynb`) is, in the README at the root, a link to `nbs/NN_name.ipynb`."
+    links = re.findall(r"\]\(([^)#\s]+\.ipynb)", (ROOT / "README.md").read_text())
+    assert "nbs/18a_inspect_example.ipynb" in links
+    assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
 def test_the_index_lists_the_top_level():
     "The home page names exactly what `import modelrecord` gives (`__all__`, and the two names imported on first use)."
     import modelrecord

@@ -56,6 +56,21 @@ def test_an_import_maps_epochs_endings_and_tool_errors(tmp_path):
     assert len(thinking) == 9 and thinking[0].text == "The tool answered."
 
 
+def test_an_imported_run_scores_against_a_key_with_every_call_observed(tmp_path):
+    "A tool event is Inspect's own account of the call: its call is dispatch_observed, so no verdict is `unobserved`."
+    from modelrecord.score import score
+    import_inspect(LOG, tmp_path / "tree")
+    calls = [r.call for shard in read_shards(tmp_path / "tree") for r in shard.records if r.type == "call"]
+    assert {c.dispatch_observed for c in calls} == {True}
+    add = lambda x, y: {"steps": [{"tool": "add", "args": [{"name": "x", "literal": x, "required": True},
+                                                           {"name": "y", "literal": y, "required": True}]}]}
+    key = {"cases": {"s1": add(1, 2), "s2": add(3, 4), "s3": add(-1, 5)}, "catalog": {"tools": {"add": {}}},
+           "surfaces": {"task": {}}}  # the surface is the task's name
+    verdicts = score(tmp_path / "tree", key, progress=False).attempts
+    assert verdicts.groupby("case").outcome.unique().map(list).to_dict() == \
+           {"s1": ["completed"], "s2": ["completed"], "s3": ["gitlab_refused"]}  # s3's tool refused its negative number
+
+
 def test_every_exported_log_reads_back_with_inspect(exported):
     assert len(exported) == 16  # 4 runs, 4 models each
     tree = lines_of(example_tree(), "attempt", "turn")

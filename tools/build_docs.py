@@ -71,10 +71,10 @@ def stage(nbs: Path, out: Path, lib_name: str) -> tuple[list, "nbformat.Notebook
     toc, readme_nb = [], None
     for path, nb in notebooks.items():
         processed = nbdocs.process(nb, name=str(path))
+        if path == index_path: readme_nb = copy.deepcopy(processed)  # before relinking: the README links to notebooks
         for cell in processed.cells:
             if cell.cell_type == "markdown": cell.source = _relink(cell.source, pages)
-        if path == index_path: readme_nb = copy.deepcopy(processed)
-        else:
+        if path != index_path:
             title, summary = notebook_title(nb)
             if not title: raise nbdocs.NotebookError(f"{path}: its first markdown cell has no `# Title`")
             toc.append((pages[path.stem], title, summary))
@@ -108,12 +108,18 @@ def notebook_title(nb) -> tuple[str, str]:
     return (title[1] if title else ""), (summary[1] if summary else "")
 
 
+def _chapter_links(source: str, folder: str) -> str:
+    "Point links at a chapter (`NN_name.ipynb`, beside the index notebook) at the same file seen from the root."
+    return re.sub(r"(\]\(\s*)(?:\./)?(\d+[a-z]?_[\w.-]+?\.ipynb[#)\s])", lambda m: f"{m[1]}{folder}/{m[2]}", source)
+
+
 def readme_markdown(nb, source: str = "nbs/index.ipynb") -> str:
     "GitHub markdown for the processed index notebook: prose, code and text or HTML outputs (no images)."
     parts = [f"<!-- Generated from {source} by tools/build_docs.py: edit the notebook, not this file. -->"]
+    folder = Path(source).parent.as_posix()  # a link to a chapter is relative to the notebooks, the README's to the root
     for cell in nb.cells:
         if cell.cell_type == "markdown": parts.append(re.sub(r"\{py:\w+\}`([^`<]+?)(?: <[^`]+>)?`", r"`\1`",
-                                                             cell.source).strip())
+                                                             _chapter_links(cell.source, folder)).strip())
         if cell.cell_type != "code": continue
         parts.append(f"```python\n{cell.source.strip()}\n```" if cell.source.strip() else "")
         for out in cell.get("outputs", []):
