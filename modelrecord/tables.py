@@ -1001,7 +1001,7 @@ class _Job(NamedTuple):
 # %% ../nbs/04_tables.ipynb #9e248390
 def _span_jobs(job: _Job, size: int) -> list:
     "The jobs of the spans of about `size` bytes of the one shard of `job` (`[job]` when it is not cut)."
-    try: spans = shard_spans(job.paths[0], -(-job.size // size))
+    try: spans = shard_spans(job.paths[0], max(2, round(job.size / size)))  # 8 sizes and a byte: 8 spans, not 9
     except (ShardError, OSError): return [job]  # read whole, which says what is wrong with it
     return [job._replace(span=span) for span in spans] if len(spans) > 1 else [job]
 
