@@ -106,8 +106,9 @@ _TIMED = ("_read_columns", "_part", "combine", "_span_lines", "_pooled_span", "_
 
 class _Phases:
     "Time the calls of `_TIMED` during a load: wall and this thread's CPU seconds, in this process and in the workers."
-    def __init__(self, module):
-        self.module, self.log = module, Path(tempfile.mkstemp(prefix="bench-phases-", suffix=".jsonl")[1])
+    def __init__(self, module, path: Path):
+        self.module, self.path = module, path  # the one shard loaded
+        self.log = Path(tempfile.mkstemp(prefix="bench-phases-", suffix=".jsonl")[1])
         self.originals = {name: getattr(module, name) for name in _TIMED}
 
     def _timed(self, name: str, function):
@@ -118,8 +119,10 @@ class _Phases:
             wall, cpu = time.perf_counter(), time.thread_time()
             try: return function(*args, **kwargs)
             finally:
+                span = args[1] if name == "_span_lines" else None  # the bytes a span read: (start, stop or None)
                 with open(log, "a") as out:
-                    out.write(json.dumps([os.getpid(), name, wall, time.perf_counter(), time.thread_time() - cpu]) + "\n")
+                    out.write(json.dumps([os.getpid(), name, wall, time.perf_counter(), time.thread_time() - cpu,
+                                          span and [span.start, span.stop]]) + "\n")
         return timed
 
     def __enter__(self):
@@ -154,6 +157,9 @@ class _Phases:
                    "hand-back (this process maps)": total("_received")[0],
                    "join": join_wall, "join cpu": total(joined, field=4)[0],
                    "combine": combine_wall, "combine cpu": total("combine", field=4)[0]}
+        if joined == "_spans_part":  # the bytes this process read, of the shard's
+            size = os.path.getsize(self.path)
+            figures["share read here"] = sum((stop or size) - start for start, stop in (c[5] for c in parent_calls)) / size
         if worker_calls and join_calls:  # from this process's last read to the join: waiting for the workers
             figures["wait"] = max(join_calls[0][2] - max(c[3] for c in parent_calls) - figures["hand-back (this process maps)"], 0)
             figures["worker starts"] = min(c[2] for c in worker_calls) - self.start
@@ -163,9 +169,16 @@ class _Phases:
         return figures
 
 
+def _slowdown(one: dict, two: dict) -> float:
+    ("How much slower this process read a byte beside the worker (2 workers) than alone (1 worker): 1 when running "
+     "beside it costs nothing; what it costs on a quiet machine is the hardware's (shared caches, memory, host).")
+    return (two["read (this process)"] / two["share read here"]) / one["read (this process)"]
+
+
 def _phase_line(figures: dict) -> str:
     "The phases of one load, on one line."
-    return ", ".join(f"{name} {seconds:.2f}" for name, seconds in figures.items() if name != "total")
+    line = ", ".join(f"{name} {seconds:.2f}" for name, seconds in figures.items() if name not in ("total", "share read here"))
+    return line + (f"; this process read {figures['share read here']:.0%} of the bytes" if "share read here" in figures else "")
 
 
 def big_shard(root: Path, mb: int, repeat: int):
@@ -180,25 +193,30 @@ def big_shard(root: Path, mb: int, repeat: int):
     warm_page_cache(shards)
     print(f"one shard of {shards[0].stat().st_size / 1e6:.0f} MB; cores {len(os.sched_getaffinity(0))}, "
           f"load average (1 min) before {os.getloadavg()[0]:.1f}")
-    times, cpu, reference = {1: [], 2: []}, {1: [], 2: []}, None
+    times, cpu, reference, slowdowns = {1: [], 2: []}, {1: [], 2: []}, None, []
     for round in range(repeat):
+        phase = {}
         for workers in (1, 2):
-            with _Phases(modelrecord.tables) as phases:
+            with _Phases(modelrecord.tables, shards[0]) as phases:
                 cpu_start = time.process_time()
                 tables = load(tree, workers=workers, cache=False, progress=False)
             times[workers].append(phases.end - phases.start)
             cpu[workers].append(time.process_time() - cpu_start)
-            figures = phases.figures()
+            figures = phase[workers] = phases.figures()
             print(f"    {workers} worker{'s' if workers > 1 else ''}: {times[workers][-1]:.2f} s, this process "
                   f"{cpu[workers][-1]:.2f} CPU s; phases (s): {_phase_line(figures)}", flush=True)
             if reference is None: reference = tables
             else:
                 for name, frame in tables.items(): pd.testing.assert_frame_equal(frame, reference[name], check_exact=True)
             del tables
+        slowdowns.append(_slowdown(phase[1], phase[2]))
         print(f"  round {round + 1}: 1 worker {times[1][-1]:.2f} s, 2 workers {times[2][-1]:.2f} s, "
-              f"ratio {times[2][-1] / times[1][-1]:.2f}; load average (1 min) {os.getloadavg()[0]:.1f}", flush=True)
+              f"ratio {times[2][-1] / times[1][-1]:.2f}; a byte read beside the worker took {slowdowns[-1]:.2f}x "
+              f"its time alone; load average (1 min) {os.getloadavg()[0]:.1f}", flush=True)
     print(f"best: 1 worker {min(times[1]):.2f} s, 2 workers {min(times[2]):.2f} s, ratio of the best "
           f"{min(times[2]) / min(times[1]):.2f} (goal <= 0.7); tables identical; load average after {os.getloadavg()[0]:.1f}")
+    print(f"a byte read beside the worker took {sorted(slowdowns)[len(slowdowns) // 2]:.2f}x its time alone (median of "
+          "the rounds; the share of the 2-worker time that is the hardware's, not the code's)")
     print(f"this process's CPU seconds (the 2-worker load's critical path when the machine is shared), best: 1 worker "
           f"{min(cpu[1]):.2f}, 2 workers {min(cpu[2]):.2f}, ratio {min(cpu[2]) / min(cpu[1]):.2f}")
 
