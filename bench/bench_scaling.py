@@ -16,7 +16,11 @@ memory (ru_maxrss) is its own:
   against `modelrecord.dask.score_table`), against the tree's answer key.
 `--big-shard MB`: a tree of one shard of about MB megabytes, `load(cache=False)` on 1 worker and on 2
 (the shard read in spans), interleaved in this process for --repeat rounds: each round's ratio, the
-ratio of the best times, and whether the tables are identical.
+ratio of the best times, and whether the tables are identical; each load's phases (`_Phases`: start,
+reading in this process and in the worker, hand-back, waiting for the worker, join, combine, in wall
+and CPU seconds), and this process's CPU seconds, the 2-worker load's critical path, whose ratio
+still means something on a shared machine, where the wall-clock one does not (the scheduler groups
+a session's processes, so a pool gets no more of a busy machine than one process).
 For each measurement: seconds, CPU seconds and peak MB per size, seconds per GB, and whether it
 grows linearly (seconds per GB at the largest size within 1.5x of the smallest's, the same for peak
 memory per GB). Then the Dask ratios per size. The machine is shared: compare within a run.
@@ -96,9 +100,91 @@ def run(name: str, tree: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# the functions of modelrecord.tables whose calls `_phases` times (in this process and in forked workers)
+_TIMED = ("_read_columns", "_part", "combine", "_span_lines", "_pooled_span", "_write_segment", "_received", "_spans_part")
+
+
+class _Phases:
+    "Time the calls of `_TIMED` during a load: wall and this thread's CPU seconds, in this process and in the workers."
+    def __init__(self, module, path: Path):
+        self.module, self.path = module, path  # the one shard loaded
+        self.log = Path(tempfile.mkstemp(prefix="bench-phases-", suffix=".jsonl")[1])
+        self.originals = {name: getattr(module, name) for name in _TIMED}
+
+    def _timed(self, name: str, function):
+        import functools
+        log = self.log
+        @functools.wraps(function)  # the same name: a worker unpickles `_pooled_span` by it
+        def timed(*args, **kwargs):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try: return function(*args, **kwargs)
+            finally:
+                span = args[1] if name == "_span_lines" else None  # the bytes a span read: (start, stop or None)
+                with open(log, "a") as out:
+                    out.write(json.dumps([os.getpid(), name, wall, time.perf_counter(), time.thread_time() - cpu,
+                                          span and [span.start, span.stop]]) + "\n")
+        return timed
+
+    def __enter__(self):
+        self.log.write_text("")
+        for name, function in self.originals.items(): setattr(self.module, name, self._timed(name, function))
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *_):
+        self.end = time.perf_counter()
+        for name, function in self.originals.items(): setattr(self.module, name, function)
+
+    def figures(self) -> dict:
+        "Phase -> seconds (wall; `cpu` ones in CPU seconds) of the load timed: start, read, hand-back, wait, join, combine."
+        calls = [json.loads(line) for line in self.log.read_text().splitlines()]
+        self.log.unlink()
+        me = os.getpid()
+        def total(name, own=True, field=3):
+            picked = [c for c in calls if c[1] == name and (c[0] == me) == own]
+            return sum((c[3] - c[2]) if field == 3 else c[4] for c in picked), picked
+        joined = "_spans_part" if any(c[1] == "_spans_part" for c in calls) else "_part"
+        read_name = "_span_lines" if joined == "_spans_part" else "_read_columns"
+        parent_read, parent_calls = total(read_name)
+        worker_read, worker_calls = total(read_name, own=False)
+        join_wall, join_calls = total(joined)
+        combine_wall, combine_calls = total("combine")
+        figures = {"total": self.end - self.start,
+                   "start": min((c[2] for c in parent_calls), default=self.start) - self.start,
+                   "read (this process)": parent_read, "read cpu (this process)": total(read_name, field=4)[0],
+                   "read (workers)": worker_read, "read cpu (workers)": total(read_name, own=False, field=4)[0],
+                   "hand-back (workers write)": total("_write_segment", own=False)[0],
+                   "hand-back (this process maps)": total("_received")[0],
+                   "join": join_wall, "join cpu": total(joined, field=4)[0],
+                   "combine": combine_wall, "combine cpu": total("combine", field=4)[0]}
+        if joined == "_spans_part":  # the bytes this process read, of the shard's
+            size = os.path.getsize(self.path)
+            figures["share read here"] = sum((stop or size) - start for start, stop in (c[5] for c in parent_calls)) / size
+        if worker_calls and join_calls:  # from this process's last read to the join: waiting for the workers
+            figures["wait"] = max(join_calls[0][2] - max(c[3] for c in parent_calls) - figures["hand-back (this process maps)"], 0)
+            figures["worker starts"] = min(c[2] for c in worker_calls) - self.start
+            figures["workers end"] = max(c[3] for c in calls if c[0] != me) - self.start
+        figures["other"] = figures["total"] - sum(figures.get(k, 0) for k in ("start", "read (this process)", "wait",
+                                                                                "hand-back (this process maps)", "join", "combine"))
+        return figures
+
+
+def _slowdown(one: dict, two: dict) -> float:
+    ("How much slower this process read a byte beside the worker (2 workers) than alone (1 worker): 1 when running "
+     "beside it costs nothing; what it costs on a quiet machine is the hardware's (shared caches, memory, host).")
+    return (two["read (this process)"] / two["share read here"]) / one["read (this process)"]
+
+
+def _phase_line(figures: dict) -> str:
+    "The phases of one load, on one line."
+    line = ", ".join(f"{name} {seconds:.2f}" for name, seconds in figures.items() if name not in ("total", "share read here"))
+    return line + (f"; this process read {figures['share read here']:.0%} of the bytes" if "share read here" in figures else "")
+
+
 def big_shard(root: Path, mb: int, repeat: int):
-    "One shard of about `mb` MB: load() on 1 worker against 2, interleaved, in this process."
+    "One shard of about `mb` MB: load() on 1 worker against 2, interleaved, in this process; the phases of each load."
     import pandas as pd
+    import modelrecord.tables
     from modelrecord.sample import write_tree
     from modelrecord.tables import load
     tree = root / f"one-shard-{mb}mb"
@@ -107,19 +193,32 @@ def big_shard(root: Path, mb: int, repeat: int):
     warm_page_cache(shards)
     print(f"one shard of {shards[0].stat().st_size / 1e6:.0f} MB; cores {len(os.sched_getaffinity(0))}, "
           f"load average (1 min) before {os.getloadavg()[0]:.1f}")
-    times, reference = {1: [], 2: []}, None
+    times, cpu, reference, slowdowns = {1: [], 2: []}, {1: [], 2: []}, None, []
     for round in range(repeat):
+        phase = {}
         for workers in (1, 2):
-            start = time.perf_counter()
-            tables = load(tree, workers=workers, cache=False, progress=False)
-            times[workers].append(time.perf_counter() - start)
+            with _Phases(modelrecord.tables, shards[0]) as phases:
+                cpu_start = time.process_time()
+                tables = load(tree, workers=workers, cache=False, progress=False)
+            times[workers].append(phases.end - phases.start)
+            cpu[workers].append(time.process_time() - cpu_start)
+            figures = phase[workers] = phases.figures()
+            print(f"    {workers} worker{'s' if workers > 1 else ''}: {times[workers][-1]:.2f} s, this process "
+                  f"{cpu[workers][-1]:.2f} CPU s; phases (s): {_phase_line(figures)}", flush=True)
             if reference is None: reference = tables
             else:
                 for name, frame in tables.items(): pd.testing.assert_frame_equal(frame, reference[name], check_exact=True)
-        print(f"  round {round + 1}: 1 worker {times[1][-1]:.1f} s, 2 workers {times[2][-1]:.1f} s, "
-              f"ratio {times[2][-1] / times[1][-1]:.2f}", flush=True)
-    print(f"best: 1 worker {min(times[1]):.1f} s, 2 workers {min(times[2]):.1f} s, ratio of the best "
+            del tables
+        slowdowns.append(_slowdown(phase[1], phase[2]))
+        print(f"  round {round + 1}: 1 worker {times[1][-1]:.2f} s, 2 workers {times[2][-1]:.2f} s, "
+              f"ratio {times[2][-1] / times[1][-1]:.2f}; a byte read beside the worker took {slowdowns[-1]:.2f}x "
+              f"its time alone; load average (1 min) {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"best: 1 worker {min(times[1]):.2f} s, 2 workers {min(times[2]):.2f} s, ratio of the best "
           f"{min(times[2]) / min(times[1]):.2f} (goal <= 0.7); tables identical; load average after {os.getloadavg()[0]:.1f}")
+    print(f"a byte read beside the worker took {sorted(slowdowns)[len(slowdowns) // 2]:.2f}x its time alone (median of "
+          "the rounds; the share of the 2-worker time that is the hardware's, not the code's)")
+    print(f"this process's CPU seconds (the 2-worker load's critical path when the machine is shared), best: 1 worker "
+          f"{min(cpu[1]):.2f}, 2 workers {min(cpu[2]):.2f}, ratio {min(cpu[2]) / min(cpu[1]):.2f}")
 
 
 def report(rows: dict, loads: dict):

@@ -1001,7 +1001,7 @@ class _Job(NamedTuple):
 # %% ../nbs/04_tables.ipynb #9e248390
 def _span_jobs(job: _Job, size: int) -> list:
     "The jobs of the spans of about `size` bytes of the one shard of `job` (`[job]` when it is not cut)."
-    try: spans = shard_spans(job.paths[0], -(-job.size // size))
+    try: spans = shard_spans(job.paths[0], max(2, round(job.size / size)))  # 8 sizes and a byte: 8 spans, not 9
     except (ShardError, OSError): return [job]  # read whole, which says what is wrong with it
     return [job._replace(span=span) for span in spans] if len(spans) > 1 else [job]
 
@@ -1126,7 +1126,7 @@ def _read_pooled(jobs: list, content: bool, errors: Errors, directory, processes
     scratch = tempfile.TemporaryDirectory(prefix="modelrecord-load-", ignore_cleanup_errors=True) \
         if spans or not directory else None
     handover = (directory or Path(scratch.name), scratch and Path(scratch.name))
-    pool = ProcessPoolExecutor(processes - 1)  # this process is the last worker
+    pool, done = ProcessPoolExecutor(processes - 1), False  # this process is the last worker
     try:
         futures = [pool.submit(*_pooled(jobs[n], content, errors, handover)) for n in range(own)]
         refused = yield from _read_own(jobs, own, futures, lambda n: _read_job(jobs[n], content, errors, directory))
@@ -1134,8 +1134,9 @@ def _read_pooled(jobs: list, content: bool, errors: Errors, directory, processes
             if n in refused: raise refused[n]
             if n < own and not futures[n].cancelled():
                 yield jobs[n], _received(jobs[n], futures[n].result(), handover, directory)
+        done = True
     finally:
-        pool.shutdown(cancel_futures=True)
+        pool.shutdown(wait=not done, cancel_futures=True)  # done: the workers are idle and end on their own
         if scratch: scratch.cleanup()  # what was mapped stays readable: a mapping outlives its file's name
 
 # %% ../nbs/04_tables.ipynb #278a4105
