@@ -483,6 +483,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                   'modelrecord.otel._each_shard': ('otel.html#_each_shard', 'modelrecord/otel.py'),
                                   'modelrecord.otel._ending': ('otel.html#_ending', 'modelrecord/otel.py'),
                                   'modelrecord.otel._export_text': ('otel.html#_export_text', 'modelrecord/otel.py'),
+                                  'modelrecord.otel._field_names': ('otel.html#_field_names', 'modelrecord/otel.py'),
                                   'modelrecord.otel._first': ('otel.html#_first', 'modelrecord/otel.py'),
                                   'modelrecord.otel._fresh_tree': ('otel.html#_fresh_tree', 'modelrecord/otel.py'),
                                   'modelrecord.otel._header': ('otel.html#_header', 'modelrecord/otel.py'),

@@ -8,6 +8,7 @@ __all__ = ['SEMCONV_VERSION', 'SCHEMA_URL', 'OWN', 'ROLES', 'TIME_ORIGIN', 'PROV
 
 # %% ../nbs/19_otel.ipynb #ff78b1f8
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -82,13 +83,19 @@ def _own_value(value):
     if isinstance(value, dict): return msgspec.json.encode(dict(sorted(value.items()))).decode()
     return value
 
+# %% ../nbs/19_otel.ipynb #181e4a14
+@functools.cache
+def _field_names(kind: type) -> tuple:
+    "`(name, JSON name)` of each field of a line type."
+    return tuple((field.name, field.encode_name) for field in msgspec.structs.fields(kind))
+
 # %% ../nbs/19_otel.ipynb #e50c3d37
 def _own_attributes(line, kind: str, # the line type, as in `modelrecord.<kind>.<field>`
                     skip: tuple = (), # fields that have a conventional attribute (or a span) of their own
                    ) -> dict:
     "The set fields of `line` but `skip`, as `modelrecord.<kind>.<field>` attributes."
-    return {f"{OWN}{kind}.{field.encode_name}": _own_value(value) for field in msgspec.structs.fields(line)
-            if field.name not in skip and (value := getattr(line, field.name)) not in ("", 0, False, None, {}, [])
+    return {f"{OWN}{kind}.{json_name}": _own_value(value) for name, json_name in _field_names(type(line))
+            if name not in skip and (value := getattr(line, name)) not in ("", 0, False, None, {}, [])
             and not (isinstance(value, msgspec.Raw) and not value)}
 
 # %% ../nbs/19_otel.ipynb #7a31999a
