@@ -95,8 +95,7 @@ def _own_attributes(line, kind: str, # the line type, as in `modelrecord.<kind>.
                    ) -> dict:
     "The set fields of `line` but `skip`, as `modelrecord.<kind>.<field>` attributes."
     return {f"{OWN}{kind}.{json_name}": _own_value(value) for name, json_name in _field_names(type(line))
-            if name not in skip and (value := getattr(line, name)) not in ("", 0, False, None, {}, [])
-            and not (isinstance(value, msgspec.Raw) and not value)}
+            if name not in skip and (value := getattr(line, name))}  # set: not its empty default ("", 0, None, Raw())
 
 # %% ../nbs/19_otel.ipynb #7a31999a
 def _digest(*parts, size: int) -> bytes:
