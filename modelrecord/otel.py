@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import msgspec
 from google.protobuf import json_format
@@ -455,22 +455,96 @@ class _Span(msgspec.Struct):
     resource: dict
     source: str
 
+# %% ../nbs/19_otel.ipynb #996c514e
+class _OtlpValue(msgspec.Struct, rename="camel"):
+    "An `AnyValue` of the mapping: the one field that is set says its type."
+    string_value: Optional[str] = None
+    bool_value: Optional[bool] = None
+    int_value: Union[int, str, None] = None
+    double_value: Union[float, str, None] = None
+    array_value: Optional["_OtlpValues"] = None
+    kvlist_value: Optional["_OtlpPairs"] = None
+    bytes_value: Optional[str] = None
+
+class _OtlpPair(msgspec.Struct):
+    "A `KeyValue` of the mapping."
+    key: str
+    value: Optional[_OtlpValue] = None
+
+class _OtlpValues(msgspec.Struct):
+    "An `ArrayValue` of the mapping."
+    values: list[_OtlpValue] = []
+
+class _OtlpPairs(msgspec.Struct):
+    "A `KeyValueList` of the mapping."
+    values: list[_OtlpPair] = []
+
+# %% ../nbs/19_otel.ipynb #670de562
+class _OtlpStatus(msgspec.Struct, frozen=True):
+    "A span's status, as the import reads it (a code by number or by name)."
+    code: Union[int, str] = 0
+    message: str = ""
+
+# %% ../nbs/19_otel.ipynb #3b512fe8
+class _OtlpEvent(msgspec.Struct):
+    "A span's event, as the import reads it."
+    name: str = ""
+    attributes: list[_OtlpPair] = []
+
+# %% ../nbs/19_otel.ipynb #7453290e
+class _OtlpSpan(msgspec.Struct, rename="camel"):
+    "A span of the mapping, as the import reads it (times as decimal strings or numbers)."
+    trace_id: str = ""
+    span_id: str = ""
+    parent_span_id: str = ""
+    name: str = ""
+    start_time_unix_nano: Union[int, str] = 0
+    end_time_unix_nano: Union[int, str] = 0
+    attributes: list[_OtlpPair] = []
+    events: list[_OtlpEvent] = []
+    status: _OtlpStatus = _OtlpStatus()
+
+# %% ../nbs/19_otel.ipynb #63bfa8c0
+class _OtlpResource(msgspec.Struct, frozen=True):
+    "A resource of the mapping."
+    attributes: list[_OtlpPair] = []
+
+# %% ../nbs/19_otel.ipynb #81587c09
+class _OtlpScopeSpans(msgspec.Struct):
+    "The `ScopeSpans` of the mapping, as the import reads them: only the spans."
+    spans: list[_OtlpSpan] = []
+
+# %% ../nbs/19_otel.ipynb #3d21442d
+class _OtlpResourceSpans(msgspec.Struct, rename="camel"):
+    "The `ResourceSpans` of the mapping."
+    resource: _OtlpResource = _OtlpResource()
+    scope_spans: list[_OtlpScopeSpans] = []
+
+# %% ../nbs/19_otel.ipynb #03515cb0
+class _OtlpRequest(msgspec.Struct, rename="camel"):
+    "An `ExportTraceServiceRequest` of the mapping: a file that has no `resourceSpans` is not one."
+    resource_spans: list[_OtlpResourceSpans]
+
+# %% ../nbs/19_otel.ipynb #86c259b9
+_request_decoder = msgspec.json.Decoder(_OtlpRequest)
+
 # %% ../nbs/19_otel.ipynb #59b0a5a1
-def _json_value(value: dict):
-    "The Python value of an `AnyValue` in the JSON mapping."
-    if not value: return None
-    (kind, item), = value.items()
-    if kind == "intValue": return int(item)
-    if kind == "doubleValue": return float(item)
-    if kind == "arrayValue": return [_json_value(v) for v in item.get("values", [])]
-    if kind == "kvlistValue": return _json_attributes(item.get("values", []))
-    if kind == "bytesValue": return base64.b64decode(item).hex()
-    return item
+def _json_value(value: Optional[_OtlpValue]):
+    "The Python value of an `AnyValue` of the mapping (None when none of its fields is set)."
+    if value is None: return None
+    if value.string_value is not None: return value.string_value
+    if value.int_value is not None: return int(value.int_value)
+    if value.bool_value is not None: return value.bool_value
+    if value.double_value is not None: return float(value.double_value)
+    if value.array_value is not None: return [_json_value(v) for v in value.array_value.values]
+    if value.kvlist_value is not None: return _json_attributes(value.kvlist_value.values)
+    if value.bytes_value is not None: return base64.b64decode(value.bytes_value).hex()
+    return None
 
 # %% ../nbs/19_otel.ipynb #2291dc09
 def _json_attributes(pairs: list) -> dict:
-    "`{key: value}` of a list of `KeyValue`s in the JSON mapping."
-    return {pair["key"]: _json_value(pair.get("value") or {}) for pair in pairs}
+    "`{key: value}` of a list of `KeyValue`s of the mapping."
+    return {pair.key: _json_value(pair.value) for pair in pairs}
 
 # %% ../nbs/19_otel.ipynb #cf9a9a9e
 def _hex_id(text: str, size: int) -> str:
@@ -482,34 +556,32 @@ def _hex_id(text: str, size: int) -> str:
 _ERROR = (2, "STATUS_CODE_ERROR")  # the status code of a failed span, as an integer or by name
 
 # %% ../nbs/19_otel.ipynb #c8cc7799
-def _json_span(span: dict, resource: dict, source: str) -> _Span:
-    "A `_Span` of one span of the JSON mapping."
-    status = span.get("status") or {}
-    return _Span(_hex_id(span.get("traceId", ""), 16), _hex_id(span.get("spanId", ""), 8),
-                 _hex_id(span.get("parentSpanId", ""), 8), span.get("name", ""), int(span.get("startTimeUnixNano", 0)),
-                 int(span.get("endTimeUnixNano", 0)), status.get("code") in _ERROR, status.get("message", ""),
-                 _json_attributes(span.get("attributes", [])),
-                 [(e.get("name", ""), _json_attributes(e.get("attributes", []))) for e in span.get("events", [])],
+def _json_span(span: _OtlpSpan, resource: dict, source: str) -> _Span:
+    "A `_Span` of one span of the mapping."
+    status = span.status
+    return _Span(_hex_id(span.trace_id, 16), _hex_id(span.span_id, 8), _hex_id(span.parent_span_id, 8), span.name,
+                 int(span.start_time_unix_nano), int(span.end_time_unix_nano), status.code in _ERROR, status.message,
+                 _json_attributes(span.attributes), [(e.name, _json_attributes(e.attributes)) for e in span.events],
                  resource, source)
 
 # %% ../nbs/19_otel.ipynb #7af927ec
-def _spans_of(document: dict, source: str) -> list:
-    "The `_Span`s of one request in the JSON mapping, read from `source`."
-    return [_json_span(span, resource, source) for resource_spans in document.get("resourceSpans", [])
-            for resource in [_json_attributes((resource_spans.get("resource") or {}).get("attributes", []))]
-            for scope_spans in resource_spans.get("scopeSpans", []) for span in scope_spans.get("spans", [])]
+def _spans_of(document: _OtlpRequest, source: str) -> list:
+    "The `_Span`s of one request of the mapping, read from `source`."
+    return [_json_span(span, resource, source) for resource_spans in document.resource_spans
+            for resource in [_json_attributes(resource_spans.resource.attributes)]
+            for scope_spans in resource_spans.scope_spans for span in scope_spans.spans]
 
 # %% ../nbs/19_otel.ipynb #fb92abed
 def _documents_in(path: Path) -> list:
     "The requests of one OTLP/JSON file (one JSON document, or one per line); a `ValueError` naming the file."
     data = path.read_bytes()
-    try: documents = [msgspec.json.decode(data)]
-    except msgspec.DecodeError:
-        try: documents = [msgspec.json.decode(line) for line in data.splitlines() if line.strip()]
-        except msgspec.DecodeError as bad: raise ValueError(f"{printable_path(path)}: not OTLP/JSON ({bad})") from None
-    if not all(isinstance(d, dict) and "resourceSpans" in d for d in documents):
-        raise ValueError(f"{printable_path(path)}: not an OTLP/JSON trace request (no resourceSpans)")
-    return documents
+    for decode in (_request_decoder.decode, _request_decoder.decode_lines):
+        try: documents = decode(data)
+        except msgspec.ValidationError as bad:
+            raise ValueError(f"{printable_path(path)}: not an OTLP/JSON trace request ({bad})") from None
+        except msgspec.DecodeError as bad: failure = bad
+        else: return documents if isinstance(documents, list) else [documents]
+    raise ValueError(f"{printable_path(path)}: not OTLP/JSON ({failure})")
 
 # %% ../nbs/19_otel.ipynb #3e0fb693
 def _otlp_files(source) -> list:
