@@ -26,7 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTrac
 
 from . import __version__
 from .formatting import plural
-from .reader import as_local, is_url, printable_path, read_shard, remote_tree, shard_paths
+from .reader import as_local, is_url, paused_gc, printable_path, read_shard, remote_tree, shard_paths
 from .record import (
     ENDED_COMPLETED, ENDED_HARNESS_ERROR, ENDED_PROVIDER_ERROR, ENDED_SKIPPED, GO_ZERO_TIME, MAX_LINE_BYTES,
     OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_REFUSED_PREFIX, SHARD_PREFIX, SHARD_SUFFIX, TOKEN_PRICES, TURN_OK,
@@ -428,7 +428,7 @@ def export_otlp(tree, # a shard tree, or one shard file
     counts, rejected, url = Counter(), Counter(), None if endpoint is None else _traces_url(endpoint)
     resources = otlp_resources(tree, counts)
     if url is not None: resources = _sent(resources, url, rejected)
-    size = _written(Path(to), resources) if to is not None else sum(1 for _ in resources)
+    with paused_gc(): size = _written(Path(to), resources) if to is not None else sum(1 for _ in resources)
     summary, places = Summary(counts), []
     if to is not None:
         summary.update(to=str(to), bytes=size)
@@ -898,9 +898,10 @@ def import_otlp(source, # an OTLP/JSON file, or a directory of them (.json, .jso
     "Read OTLP/JSON GenAI traces into a new shard tree at `to`; what was read, and the spans not placed, by name."
     to = _fresh_tree(to)
     files = _otlp_files(source)
-    spans = _read_spans(files)
-    attempts, unplaced = _placed(spans)
-    shards = _shards(attempts)
+    with paused_gc():  # spans and lines hold no cycles: the collector would walk them for nothing
+        spans = _read_spans(files)
+        attempts, unplaced = _placed(spans)
+        shards = _shards(attempts)
     counts = Counter(type(line).__name__.lower() for lines in shards.values() for line in lines)
     summary = Summary(files=[printable_path(f) for f in files], to=str(to), shards=len(shards),
                       attempts=counts["attempt"], turns=counts["turn"], calls=counts["call"],
