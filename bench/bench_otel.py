@@ -7,14 +7,16 @@ one run:
 
 - baseline: the tree read strictly (`read_shards`) and every line encoded again (`encode`) into one file: the
   least a pass that reads every line and writes it out costs;
-- export: `export_otlp(tree, to=FILE)`: the spans built as opentelemetry-proto messages and written as OTLP/JSON
-  by `json_format`;
+- export: `export_otlp(tree, to=FILE)`: the spans built as plain dicts in the OTLP/JSON mapping and written by
+  msgspec, a shard at a time;
 - import: `import_otlp(FILE, to=TREE)`: that file read back into shards (and checked equal to the tree).
 
-Each figure is printed in seconds and as a ratio to the baseline of the same run, so that a busy machine slows
-them alike.
+Each figure is printed in seconds of wall clock and of this process's CPU time, each as a ratio to the baseline's
+of the same run, so that a busy machine slows them alike (on a shared machine the CPU ratio is the steadier one);
+and the process's peak resident memory after each step (it only grows: a step's own peak is at most its figure).
 """
 import argparse
+import resource
 import shutil
 import tempfile
 import time
@@ -26,19 +28,26 @@ from modelrecord.record import encode
 from modelrecord.sample import tree_bytes, write_tree
 
 
-def baseline(tree: Path, out: Path) -> float:
-    "Seconds to read the tree strictly and write every line encoded again."
-    started = time.perf_counter()
+def rewrite(tree: Path, out: Path) -> None:
+    "Read the tree strictly and write every line encoded again (the baseline)."
     with out.open("wb") as file:
         for shard in read_shards(tree):
             file.write(b"".join(encode(record) + b"\n" for record in shard.records))
-    return time.perf_counter() - started
 
 
 def timed(function, *args, **kwargs) -> tuple:
-    started = time.perf_counter()
+    "`((wall seconds, CPU seconds, peak MB so far), result)` of a call."
+    wall, cpu = time.perf_counter(), time.process_time()
     result = function(*args, **kwargs)
-    return time.perf_counter() - started, result
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return (time.perf_counter() - wall, time.process_time() - cpu, peak), result
+
+
+def figures(name: str, taken: tuple, base: tuple, attempts: int) -> str:
+    "One step's line: wall and CPU seconds, each against the baseline's, attempts a second, peak memory."
+    wall, cpu, peak = taken
+    return (f"{name}: {wall:.2f} s wall ({wall / base[0]:.2f}x baseline), {cpu:.2f} s CPU ({cpu / base[1]:.2f}x), "
+            f"{attempts / wall:,.0f} attempts/s; peak RSS so far {peak:,.0f} MB")
 
 
 def main():
@@ -50,17 +59,16 @@ def main():
     try:
         tree = write_tree(scratch / "tree", attempts=args.attempts)
         size = sum(len(data) for data in tree_bytes(tree).values())
-        base = baseline(tree, scratch / "lines.jsonl")
-        export_s, exported = timed(export_otlp, tree, scratch / "traces.json")
-        import_s, imported = timed(import_otlp, scratch / "traces.json", scratch / "back")
+        base, _ = timed(rewrite, tree, scratch / "lines.jsonl")
+        export_t, exported = timed(export_otlp, tree, scratch / "traces.json")
+        import_t, imported = timed(import_otlp, scratch / "traces.json", scratch / "back")
         same = tree_bytes(scratch / "back") == tree_bytes(tree)
         print(f"tree: {exported['attempts']:,} attempts, {exported['spans']:,} spans, {size / 1e6:.1f} MB of shards; "
               f"OTLP/JSON {exported['bytes'] / 1e6:.1f} MB")
-        print(f"baseline (read + encode every line): {base:.1f} s")
-        print(f"export_otlp: {export_s:.1f} s ({export_s / base:.1f}x baseline, "
-              f"{exported['attempts'] / export_s:,.0f} attempts/s)")
-        print(f"import_otlp: {import_s:.1f} s ({import_s / base:.1f}x baseline, "
-              f"{imported['attempts'] / import_s:,.0f} attempts/s); the tree back byte for byte: {same}")
+        print(f"baseline (read + encode every line): {base[0]:.2f} s wall, {base[1]:.2f} s CPU; "
+              f"peak RSS so far {base[2]:,.0f} MB")
+        print(figures("export_otlp", export_t, base, exported["attempts"]))
+        print(figures("import_otlp", import_t, base, imported["attempts"]) + f"; the tree back byte for byte: {same}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -1,8 +1,10 @@
 """OpenTelemetry GenAI traces (modelrecord.otel): the export is an `ExportTraceServiceRequest` that
-opentelemetry-proto's own message reads, its spans and token sums are the tables', an import of it gives the
+opentelemetry-proto's own message reads (the file is, to the byte, what its `json_format` writes for that
+message, and what the export wrote when it built the messages), its spans and token sums are the tables', an import of it gives the
 tree back byte for byte, and spans written by other instrumentation (OpenInference, OpenLLMetry) come in with
 the spans that cannot be placed counted and named. OTLP/HTTP is checked against a local server that keeps
 what it is sent."""
+import hashlib
 import http.server
 import json
 import math
@@ -75,6 +77,49 @@ def test_the_export_is_read_by_json_format_as_an_export_trace_service_request(ex
     assert first["schemaUrl"] == "https://opentelemetry.io/schemas/1.41.1"
     assert isinstance(first["spans"][0]["kind"], int)  # OTLP/JSON: enums as integers
     assert int(first["spans"][0]["traceId"], 16) >= 0 and len(first["spans"][0]["traceId"]) == 32  # ids as hex
+
+
+def proto_route(path) -> bytes:
+    "The bytes opentelemetry-proto's own `json_format` writes for the request a file holds (ids in hex, enums as integers)."
+    request = otel.parse_otlp_json(json.loads(path.read_bytes()))
+    return json.dumps(otel.otlp_json(request), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def test_the_file_is_the_bytes_json_format_writes_for_its_request(exported, tmp_path):
+    tree = write_tree(tmp_path / "tree", attempts=40, huge=0.5, repeat=2, targets=("ee",), shards_per_target=1)
+    otel.export_otlp(tree, tmp_path / "t.json")
+    for path in (exported[0], tmp_path / "t.json"):
+        assert path.read_bytes() == proto_route(path)  # read as a message and written by json_format: the same file
+
+
+# The bundled example as the export wrote it when it built opentelemetry-proto messages and wrote them with
+# json_format (up to commit 42ddf2c), with the package version in the scope taken out: the msgspec route writes the
+# same bytes. A change to the mapping on purpose changes this digest: check the new file, then update it.
+PROTO_ROUTE_EXAMPLE_SHA256 = "c4d2250f3faef458df8c4c11fc9daa71b6272557635a17eada53fece8847312f"
+
+
+def test_the_example_file_is_the_one_the_proto_route_wrote(exported):
+    from modelrecord import __version__
+    data = exported[0].read_bytes().replace(f'"version":"{__version__}"'.encode(), b'"version":"?"')
+    assert hashlib.sha256(data).hexdigest() == PROTO_ROUTE_EXAMPLE_SHA256
+
+
+def test_the_export_reads_one_shard_at_a_time(small, monkeypatch):
+    read, real = [], otel.read_shard
+    monkeypatch.setattr(otel, "read_shard", lambda path, **kwargs: read.append(path) or real(path, **kwargs))
+    resources = otel.otlp_resources(small)
+    next(resources)
+    assert len(read) == 1 and len(list(resources)) == len(read_shards(small)) - 1
+
+
+def test_a_shard_refused_half_way_leaves_no_file(small, tmp_path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    first = sorted(small.rglob("modeleval-*.jsonl"))[0]
+    (tree / "modeleval-a.jsonl").write_bytes(first.read_bytes())
+    (tree / "modeleval-b.jsonl").write_bytes(b'{"schema":1,"type":"run"\n')
+    with pytest.raises(ValueError, match="modeleval-b.jsonl:1"): otel.export_otlp(tree, tmp_path / "t.json")
+    assert list(tmp_path.glob("t.json*")) == []
 
 
 def test_span_counts_are_the_tables_rows(request_, tables):
