@@ -733,7 +733,7 @@ def _call(span: _Span, attempt: str, turn: int, index: int) -> Call:
     if not own:  # ours was capped when it was recorded; another's is capped here, as the writer caps
         result, cut = cap_result(result)
         own = {"turn": turn, "index": index, "outcome": "tool_error" if span.failed else OUTCOME_OK,
-               "result_truncated": cut}
+               "result_truncated": cut, "dispatch_observed": True}  # the tool span is the executing side's account
     fields = {"attempt": attempt, "tool": tool, "duration_ms": (span.end - span.start) / 1e6,
               "arguments": _json_text(attributes.get("gen_ai.tool.call.arguments")), "result": result, **own}
     return _record(Call, fields, span)

@@ -284,6 +284,12 @@ def test_foreign_usage_takes_the_cached_tokens_out_of_input(foreign):
     assert math.isnan(turns.cost_input.iloc[0])  # no prices came with the spans: the cost is unknown, not zero
 
 
+def test_a_foreign_tool_span_is_a_call_seen_dispatched(foreign):
+    "A tool span is the account of the side that ran the tool: without that, a key would judge every call unobserved."
+    calls = foreign[1].calls
+    assert calls.dispatch_observed.tolist() == [True, True]
+
+
 def test_a_failed_last_turn_ends_the_attempt_as_a_provider_error(foreign):
     tables = foreign[1]
     assert sorted(tables.turns.status.astype(str)) == ["ok", "ok", "ok", "rate_limited"]
