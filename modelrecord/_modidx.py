@@ -214,6 +214,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                   'modelrecord.dask._spans_batch': ('dask.html#_spans_batch', 'modelrecord/dask.py'),
                                   'modelrecord.dask._summed': ('dask.html#_summed', 'modelrecord/dask.py'),
                                   'modelrecord.dask._within_shard': ('dask.html#_within_shard', 'modelrecord/dask.py'),
+                                  'modelrecord.dask._workers': ('dask.html#_workers', 'modelrecord/dask.py'),
                                   'modelrecord.dask.batch_frames': ('dask.html#batch_frames', 'modelrecord/dask.py'),
                                   'modelrecord.dask.batch_partition': ('dask.html#batch_partition', 'modelrecord/dask.py'),
                                   'modelrecord.dask.bin_value': ('dask.html#bin_value', 'modelrecord/dask.py'),

@@ -9,12 +9,12 @@ import fsspec
 import pandas as pd
 import pytest
 
-from modelrecord.dask import LATENCY_ACCURACY, load as load_dask, score_table, summary as summary_dask
+from modelrecord.dask import LATENCY_ACCURACY, _workers, load as load_dask, score_table, summary as summary_dask
 from modelrecord.reader import ShardError, shard_spans
 from modelrecord.sample import KEY_NAME, write_tree
 from modelrecord.score import score
 from modelrecord.summary import summary
-from modelrecord.tables import TABLES, load
+from modelrecord.tables import PARALLEL_BYTES, TABLES, load
 
 distributed = pytest.importorskip("distributed")
 
@@ -56,6 +56,7 @@ def test_process_cluster_summary_equals_the_in_memory_one(tree, three_batches):
         spread = summary_dask(tables)
         turns, attempts = client.compute([tables.turns, tables.attempts], sync=True)
         workers = client.run(lambda: __import__("os").getpid())
+        assert _workers(PARALLEL_BYTES) == 2 and _workers(PARALLEL_BYTES - 1) == 1  # the client's threads, for a tree to share
     assert len(set(workers.values())) == 2
     _compare(spread, expected)
     in_memory = load(tree, cache=False)
@@ -96,6 +97,13 @@ def test_partitions_are_sized_by_bytes_and_keys_count_within_each_shard(tree, mo
             assert frame[key].tolist() == [k for part in alone for k in part[key]], name
             assert list(frame.index) == [i for part in alone for i in part.index], name
             assert list(frame.shard.astype(str)) == [p for path, part in zip(tables.paths, alone) for p in [path] * len(part)]
+
+
+def test_a_tree_is_cut_into_batches_enough_for_every_worker(tree):
+    "As `load` cuts it: `BATCHES_PER_WORKER` a worker when the shards allow, so that no worker waits on another."
+    assert len(load_dask(tree, workers=1).batches) == 1  # the tree is far under a batch's bytes
+    tables = load_dask(tree, workers=2)  # batches of an eighth of the tree: each of its six shards alone
+    assert len(tables.batches) == len(tables.paths) == tables.turns.npartitions == 6
 
 
 def test_by_two_columns(tree):
