@@ -137,18 +137,28 @@ def report(rows: dict, loads: dict):
             per_gb.append(seconds / gb)
             per_gb_mem.append(peak / gb)
             line += f"{seconds:>11.1f}{cpu:>8.1f}{peak:>9.0f}{seconds / gb:>7.1f}"
+        if len(sizes) < 2:  # growth needs two sizes at least
+            print(line + "  one size: growth not measured (give --sizes with two or more)")
+            continue
         time_linear = per_gb[-1] <= 1.5 * per_gb[0]
         memory = ("memory linear" if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else "memory grows faster") if name != "cache_warm" else \
             f"memory {'linear' if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else 'grows faster'} (mapped)"
-        print(line + f"  time {'linear' if time_linear else 'grows faster'} ({per_gb[-1] / per_gb[0]:.2f}x s/GB), {memory}")
+        print(line + f"  time {'linear' if time_linear else 'grows faster'} ({per_gb[-1] / per_gb[0]:.2f}x s/GB, "
+              f"{sizes[-1]} GB against {sizes[0]} GB), {memory}")
     print("Dask on 2 worker processes against load() on 2 workers, same run (goals: persisted <= 1.5, summary and "
           "score <= 1.2):")
     pairs = (("dask load (all tables persisted) / load_2", "dask_2", "load_2"),
              ("dask load+summary / load+summary", "dask_summary_2", "summary_2"),
              ("dask load+score table / load+score table", "dask_score_2", "score_2"))
+    ratios = {}
     for size in sizes:
         t = {name: rows[(size, name)][2] for name in MEASURES if (size, name) in rows}
-        print(f"  {size} GB: " + ", ".join(f"{what} = {t[a] / t[b]:.2f}" for what, a, b in pairs if a in t and b in t))
+        ratios[size] = {what: t[a] / t[b] for what, a, b in pairs if a in t and b in t}
+        print(f"  {size} GB: " + ", ".join(f"{what} = {ratio:.2f}" for what, ratio in ratios[size].items()))
+    if len(sizes) > 1:  # a ratio that stays put: the Dask figure grows as linearly as the figure it is compared to
+        first, last = ratios[sizes[0]], ratios[sizes[-1]]
+        print("  ratio from the smallest size to the largest: " + ", ".join(
+            f"{what} {first[what]:.2f} -> {last[what]:.2f}" for what in first if what in last))
 
 
 def main():
