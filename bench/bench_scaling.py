@@ -16,7 +16,9 @@ memory (ru_maxrss) is its own:
   against `modelrecord.dask.score_table`), against the tree's answer key.
 `--big-shard MB`: a tree of one shard of about MB megabytes, `load(cache=False)` on 1 worker and on 2
 (the shard read in spans), interleaved in this process for --repeat rounds: each round's ratio, the
-ratio of the best times, and whether the tables are identical.
+ratio of the best times, and whether the tables are identical; then the same shard through
+`modelrecord.dask.load` (read in spans, every table persisted) on a LocalCluster of 1 worker process
+and of 2, best of --repeat each.
 For each measurement: seconds, CPU seconds and peak MB per size, seconds per GB, and whether it
 grows linearly (seconds per GB at the largest size within 1.5x of the smallest's, the same for peak
 memory per GB). Then the Dask ratios per size. The machine is shared: compare within a run.
@@ -120,6 +122,28 @@ def big_shard(root: Path, mb: int, repeat: int):
               f"ratio {times[2][-1] / times[1][-1]:.2f}", flush=True)
     print(f"best: 1 worker {min(times[1]):.1f} s, 2 workers {min(times[2]):.1f} s, ratio of the best "
           f"{min(times[2]) / min(times[1]):.2f} (goal <= 0.7); tables identical; load average after {os.getloadavg()[0]:.1f}")
+    dask_big_shard(tree, repeat)
+
+
+def dask_big_shard(tree: Path, repeat: int):
+    "The same shard through `modelrecord.dask.load`, every table persisted, on a cluster of 1 worker process and of 2."
+    import distributed
+    from modelrecord.dask import load as load_dask
+    times = {}
+    for workers in (1, 2):
+        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+            client.run(lambda: __import__("modelrecord.dask"))  # the workers' imports are part of the cluster's start
+            for _ in range(repeat):
+                start = time.perf_counter()
+                tables = load_dask(tree)
+                distributed.wait(client.persist([frame for _, frame in tables.items()]))
+                times.setdefault(workers, []).append(time.perf_counter() - start)
+        spans = sum(str(key).startswith("_span_lines") for key in dict(tables.turns.__dask_graph__()))
+        print(f"  Dask, {workers} worker(s): {len(tables.batches)} batch, {spans} span tasks, "
+              f"{tables.turns.npartitions} partitions a table; best of {repeat} {min(times[workers]):.1f} s", flush=True)
+    print(f"Dask persisted, best: 1 worker {min(times[1]):.1f} s, 2 workers {min(times[2]):.1f} s, ratio "
+          f"{min(times[2]) / min(times[1]):.2f}; load average after {os.getloadavg()[0]:.1f}")
 
 
 def report(rows: dict, loads: dict):
