@@ -20,7 +20,9 @@ ratio of the best times, and whether the tables are identical; each load's phase
 reading in this process and in the worker, hand-back, waiting for the worker, join, combine, in wall
 and CPU seconds), and this process's CPU seconds, the 2-worker load's critical path, whose ratio
 still means something on a shared machine, where the wall-clock one does not (the scheduler groups
-a session's processes, so a pool gets no more of a busy machine than one process).
+a session's processes, so a pool gets no more of a busy machine than one process); then the same
+shard through `modelrecord.dask.load` (read in spans, every table persisted) on a LocalCluster of
+1 worker process and of 2, best of --repeat each.
 For each measurement: seconds, CPU seconds and peak MB per size, seconds per GB, and whether it
 grows linearly (seconds per GB at the largest size within 1.5x of the smallest's, the same for peak
 memory per GB). Then the Dask ratios per size. The machine is shared: compare within a run.
@@ -219,6 +221,28 @@ def big_shard(root: Path, mb: int, repeat: int):
           "the rounds; the share of the 2-worker time that is the hardware's, not the code's)")
     print(f"this process's CPU seconds (the 2-worker load's critical path when the machine is shared), best: 1 worker "
           f"{min(cpu[1]):.2f}, 2 workers {min(cpu[2]):.2f}, ratio {min(cpu[2]) / min(cpu[1]):.2f}")
+    dask_big_shard(tree, repeat)
+
+
+def dask_big_shard(tree: Path, repeat: int):
+    "The same shard through `modelrecord.dask.load`, every table persisted, on a cluster of 1 worker process and of 2."
+    import distributed
+    from modelrecord.dask import load as load_dask
+    times = {}
+    for workers in (1, 2):
+        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+            client.run(lambda: __import__("modelrecord.dask"))  # the workers' imports are part of the cluster's start
+            for _ in range(repeat):
+                start = time.perf_counter()
+                tables = load_dask(tree)
+                distributed.wait(client.persist([frame for _, frame in tables.items()]))
+                times.setdefault(workers, []).append(time.perf_counter() - start)
+        spans = sum(str(key).startswith("_span_lines") for key in dict(tables.turns.__dask_graph__()))
+        print(f"  Dask, {workers} worker(s): {len(tables.batches)} batch, {spans} span tasks, "
+              f"{tables.turns.npartitions} partitions a table; best of {repeat} {min(times[workers]):.1f} s", flush=True)
+    print(f"Dask persisted, best: 1 worker {min(times[1]):.1f} s, 2 workers {min(times[2]):.1f} s, ratio "
+          f"{min(times[2]) / min(times[1]):.2f}; load average after {os.getloadavg()[0]:.1f}")
 
 
 def report(rows: dict, loads: dict):
@@ -236,18 +260,28 @@ def report(rows: dict, loads: dict):
             per_gb.append(seconds / gb)
             per_gb_mem.append(peak / gb)
             line += f"{seconds:>11.1f}{cpu:>8.1f}{peak:>9.0f}{seconds / gb:>7.1f}"
+        if len(sizes) < 2:  # growth needs two sizes at least
+            print(line + "  one size: growth not measured (give --sizes with two or more)")
+            continue
         time_linear = per_gb[-1] <= 1.5 * per_gb[0]
         memory = ("memory linear" if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else "memory grows faster") if name != "cache_warm" else \
             f"memory {'linear' if per_gb_mem[-1] <= 1.5 * per_gb_mem[0] else 'grows faster'} (mapped)"
-        print(line + f"  time {'linear' if time_linear else 'grows faster'} ({per_gb[-1] / per_gb[0]:.2f}x s/GB), {memory}")
+        print(line + f"  time {'linear' if time_linear else 'grows faster'} ({per_gb[-1] / per_gb[0]:.2f}x s/GB, "
+              f"{sizes[-1]} GB against {sizes[0]} GB), {memory}")
     print("Dask on 2 worker processes against load() on 2 workers, same run (goals: persisted <= 1.5, summary and "
           "score <= 1.2):")
     pairs = (("dask load (all tables persisted) / load_2", "dask_2", "load_2"),
              ("dask load+summary / load+summary", "dask_summary_2", "summary_2"),
              ("dask load+score table / load+score table", "dask_score_2", "score_2"))
+    ratios = {}
     for size in sizes:
         t = {name: rows[(size, name)][2] for name in MEASURES if (size, name) in rows}
-        print(f"  {size} GB: " + ", ".join(f"{what} = {t[a] / t[b]:.2f}" for what, a, b in pairs if a in t and b in t))
+        ratios[size] = {what: t[a] / t[b] for what, a, b in pairs if a in t and b in t}
+        print(f"  {size} GB: " + ", ".join(f"{what} = {ratio:.2f}" for what, ratio in ratios[size].items()))
+    if len(sizes) > 1:  # a ratio that stays put: the Dask figure grows as linearly as the figure it is compared to
+        first, last = ratios[sizes[0]], ratios[sizes[-1]]
+        print("  ratio from the smallest size to the largest: " + ", ".join(
+            f"{what} {first[what]:.2f} -> {last[what]:.2f}" for what in first if what in last))
 
 
 def main():

@@ -22,12 +22,13 @@ from dask.dataframe.dask_expr.io.io import FromGraph
 import numpy as np
 import pandas as pd
 
-from .reader import ShardError, shard_urls
+from .reader import ShardError, shard_spans, shard_urls
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
 from .key import load_key
 from .score import DEFAULT_BY, published_table, score
 from .summary import clustered_proportions, costs, endings, retries, tokens, wilson
-from .tables import COST_COLUMNS, TABLES, Tables, shard_batches, batch_tables, combine
+from .tables import COST_COLUMNS, PARALLEL_BYTES, TABLES, Tables, shard_batches, batch_tables, combine
+from .tables import _span_lines, _spans_part  # what `load` reads a shard's spans with, and joins them with
 
 # %% ../nbs/05_dask.ipynb #12fc8757
 PARTITION_BYTES = 64 << 20  # a partition holds about this many bytes of shards: small ones together, a larger one cut
@@ -143,15 +144,51 @@ def _partitions(sizes: list) -> int:
     "How many partitions a batch of shards of `sizes` (bytes) is cut into: one per `PARTITION_BYTES` or so, at least one."
     return max(1, round(sum(sizes) / PARTITION_BYTES))
 
+# %% ../nbs/05_dask.ipynb #bc64ec25
+def _spans_batch(path: str,  # the one shard, a local file
+                 spans: list,  # the `_span_lines` of its spans, in file order
+                ) -> Batch:
+    "The `Batch` of the shard at `path` from its spans' lines, put end to end and joined as one shard's (`_spans_part`)."
+    # `_spans_part` shifts the blocks' turn keys in place: it gets copies of the dicts, not the tasks' results
+    spans = [({table: dict(columns) for table, columns in lines[0].items()}, *lines[1:]) for lines in spans]
+    tables = combine([_spans_part(path, spans)])
+    starts = _shard_starts(tables, [path])
+    return Batch(tables, [path], starts, _local_keys(tables, starts))
+
+# %% ../nbs/05_dask.ipynb #9b0cf7d0
+def _batch_task(fs, paths: list, sizes: list, content: bool):
+    "The delayed `Batch` of consecutive shards `paths` (of `sizes` bytes): read whole, or a lone large local shard in spans."
+    count = _partitions(sizes)
+    if len(paths) == 1 and count > 1 and isinstance(fs, fsspec.implementations.local.LocalFileSystem):
+        try: spans = shard_spans(paths[0], count)
+        except (ShardError, OSError): spans = []  # read whole, which says what is wrong with it
+        if len(spans) > 1:
+            lines = [dask.delayed(_span_lines, pure=True)(paths[0], span, content, "raise") for span in spans]
+            return dask.delayed(_spans_batch, pure=True)(paths[0], lines)
+    return dask.delayed(batch_frames, pure=True)(fs, paths, content)
+
+# %% ../nbs/05_dask.ipynb #956f1286
+def _workers(total: int, # the bytes of the tree
+            ) -> int:
+    "How many tasks run at once to read a tree of `total` bytes: the distributed client's threads, else the cores."
+    if total < PARALLEL_BYTES: return 1
+    try:
+        from distributed import default_client
+        return sum(default_client().nthreads().values())
+    except (ImportError, ValueError): pass  # no distributed, or no client: the threaded scheduler, on this machine
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
 # %% ../nbs/05_dask.ipynb #43de50ee
 class DaskTables:
     "The tables of a shard tree as Dask DataFrames, partitions of about `PARTITION_BYTES` of shards; see `load`."
     def __init__(self, fs,  # the fsspec filesystem the shards are on
                  paths: list,  # the shards, as `shard_urls` lists them
-                 content: bool = False):  # also read texts, arguments, results and facts
+                 content: bool = False,  # also read texts, arguments, results and facts
+                 workers: Optional[int] = None):  # tasks run at once (None: `_workers`), each given batches to read
         self.fs, self.paths, self.content, sizes = fs, paths, content, fs.sizes(paths)
-        runs = shard_batches(list(range(len(paths))), sizes, 1)  # consecutive shards, about BATCH_BYTES a run
-        self.batches = [dask.delayed(batch_frames, pure=True)(fs, [paths[i] for i in run], content) for run in runs]
+        workers = _workers(sum(sizes)) if workers is None else workers
+        runs = shard_batches(list(range(len(paths))), sizes, workers)  # consecutive shards, BATCH_BYTES or less a run
+        self.batches = [_batch_task(fs, [paths[i] for i in run], [sizes[i] for i in run], content) for run in runs]
         self.parts = [_partitions([sizes[i] for i in run]) for run in runs]  # each batch's partitions
         meta, graph, divisions = _meta(content), {}, (None,) * (sum(self.parts) + 1)
         for batch in self.batches: graph.update(batch.__dask_graph__())
@@ -172,10 +209,11 @@ def load(path_or_url,  # a shard tree or shard file: a local path, or an fsspec 
          *,
          content: bool = False,  # also read texts, arguments, results and facts (what `score_table` needs)
          storage_options: Optional[dict] = None,  # fsspec's options for the URL's filesystem (credentials, ...)
+         workers: Optional[int] = None,  # tasks the cluster runs at once (None: its client's threads, see `_workers`)
         ) -> DaskTables:
     "The tables of the shard tree (or shard file) at `path_or_url` as Dask DataFrames, partitioned by bytes."
     fs, paths = shard_urls(path_or_url, storage_options)
-    return DaskTables(fs, paths, content)
+    return DaskTables(fs, paths, content, workers)
 
 # %% ../nbs/05_dask.ipynb #4f1a9b33
 LATENCY_ACCURACY = 0.01  # distributed latency percentiles are within this fraction of the exact ones

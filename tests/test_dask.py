@@ -1,14 +1,20 @@
-"""modelrecord.dask on a real process cluster, and on fsspec's in-memory filesystem through threads."""
+"""modelrecord.dask on a real process cluster, and on fsspec's in-memory filesystem through threads; a shard
+larger than a partition read in spans."""
+import bisect
+import json
+from pathlib import Path
+
 import dask
 import fsspec
 import pandas as pd
 import pytest
 
-from modelrecord.dask import LATENCY_ACCURACY, load as load_dask, score_table, summary as summary_dask
+from modelrecord.dask import LATENCY_ACCURACY, _workers, load as load_dask, score_table, summary as summary_dask
+from modelrecord.reader import ShardError, shard_spans
 from modelrecord.sample import KEY_NAME, write_tree
 from modelrecord.score import score
 from modelrecord.summary import summary
-from modelrecord.tables import TABLES, load
+from modelrecord.tables import PARALLEL_BYTES, TABLES, load
 
 distributed = pytest.importorskip("distributed")
 
@@ -50,6 +56,7 @@ def test_process_cluster_summary_equals_the_in_memory_one(tree, three_batches):
         spread = summary_dask(tables)
         turns, attempts = client.compute([tables.turns, tables.attempts], sync=True)
         workers = client.run(lambda: __import__("os").getpid())
+        assert _workers(PARALLEL_BYTES) == 2 and _workers(PARALLEL_BYTES - 1) == 1  # the client's threads, for a tree to share
     assert len(set(workers.values())) == 2
     _compare(spread, expected)
     in_memory = load(tree, cache=False)
@@ -92,6 +99,13 @@ def test_partitions_are_sized_by_bytes_and_keys_count_within_each_shard(tree, mo
             assert list(frame.shard.astype(str)) == [p for path, part in zip(tables.paths, alone) for p in [path] * len(part)]
 
 
+def test_a_tree_is_cut_into_batches_enough_for_every_worker(tree):
+    "As `load` cuts it: `BATCHES_PER_WORKER` a worker when the shards allow, so that no worker waits on another."
+    assert len(load_dask(tree, workers=1).batches) == 1  # the tree is far under a batch's bytes
+    tables = load_dask(tree, workers=2)  # batches of an eighth of the tree: each of its six shards alone
+    assert len(tables.batches) == len(tables.paths) == tables.turns.npartitions == 6
+
+
 def test_by_two_columns(tree):
     with dask.config.set(scheduler="threads"):
         spread = summary_dask(load_dask(tree), by=["surface", "model"])
@@ -124,3 +138,52 @@ def test_dtypes_known_up_front(tree):
             told, found = tables[name].dtypes[column], computed.dtypes[column]
             if isinstance(found, pd.CategoricalDtype): assert isinstance(told, pd.CategoricalDtype), (name, column)
             else: assert told == found, (name, column, told, found)
+
+
+@pytest.fixture(scope="module")
+def one_shard(tmp_path_factory):
+    "A tree of one shard, of a few hundred attempts: `(tree, shard)`."
+    tree = write_tree(tmp_path_factory.mktemp("one"), seed=31, attempts=400, targets=("ce",), shards_per_target=1)
+    return tree, next(tree.rglob("modeleval-*.jsonl"))
+
+
+def test_a_shard_over_a_partition_is_read_in_spans_as_load_reads_it(one_shard, monkeypatch):
+    "Each span read by a task of its own, joined as one shard's: every table exactly `load`'s."
+    from test_dask_cluster import _counted_within_shards, _same
+    tree, shard = one_shard
+    monkeypatch.setattr("modelrecord.dask.PARTITION_BYTES", shard.stat().st_size // 4)  # four spans
+    tables = load_dask(tree, content=True)
+    graph = dict(tables.turns.__dask_graph__())
+    assert sum(str(key).startswith("_span_lines") for key in graph) == 4 == tables.turns.npartitions
+    with dask.config.set(scheduler="synchronous"): frames = dask.compute(*[frame for _, frame in tables.items()])
+    expected = _counted_within_shards(load(tree, cache=False, content=True))
+    for name, frame in zip(TABLES, frames):
+        _same(frame.assign(shard=frame.shard.astype(str).map(lambda path: str(Path(path).relative_to(tree)))),
+              expected[name], name)
+    assert _crossing(shard, [span.start for span in shard_spans(shard, 4)])  # joins across spans were needed
+
+
+def _crossing(shard, starts: list) -> set:
+    "The attempts of `shard` whose attempt line and some turn line are in different spans (starting at `starts`)."
+    span_of, at = {}, 0
+    crossing = set()
+    for line in shard.read_bytes().splitlines(keepends=True):
+        record, span = json.loads(line), bisect.bisect_right(starts, at) - 1
+        at += len(line)
+        if record["type"] == "attempt": span_of[record["attempt"]["id"]] = span
+        elif record["type"] == "turn" and span_of[record["turn"]["attempt"]] != span: crossing.add(record["turn"]["attempt"])
+    return crossing
+
+
+def test_a_refusal_in_a_later_span_names_the_shards_own_line(one_shard, tmp_path, monkeypatch):
+    tree, shard = one_shard
+    lines = shard.read_bytes().splitlines(keepends=True)
+    broken = tmp_path / "t" / "ce" / shard.name
+    broken.parent.mkdir(parents=True)
+    at = len(lines) * 7 // 8  # in the last of four spans
+    broken.write_bytes(b"".join(lines[:at] + [b"{not json\n"] + lines[at + 1:]))
+    monkeypatch.setattr("modelrecord.dask.PARTITION_BYTES", broken.stat().st_size // 4)
+    tables = load_dask(tmp_path / "t")
+    assert tables.turns.npartitions == 4
+    with pytest.raises(ShardError) as refused, dask.config.set(scheduler="synchronous"): tables.turns.compute()
+    assert (refused.value.path, refused.value.line) == (str(broken), at + 1), str(refused.value)
