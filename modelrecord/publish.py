@@ -12,6 +12,7 @@ __all__ = ['RECORD_VERSION', 'RULES', 'RULE_NAMES', 'messages', 'fill', 'go_quot
 # %% ../nbs/09b_publish.ipynb #f88014bc
 import datetime as dt
 import fcntl
+import gc
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import tempfile
 from contextlib import contextmanager
 from functools import cache
 from importlib import resources
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple, Optional
 
@@ -182,22 +184,29 @@ _OMIT_EMPTY = {"key": ("tier_pin", "meta_param_schema", "slice_size"),
 _MAPS = ("outcomes", "declines", "confirmations", "request_options")  # maps whose keys are sorted
 
 # %% ../nbs/09b_publish.ipynb #81076753
-def _shaped(value: dict, kind: str) -> dict:
-    "`value` (a struct as builtins) with its empty omitempty fields left out and its maps sorted, recursively."
-    out = {}
-    for name, item in value.items():
-        if name in _OMIT_EMPTY.get(kind, ()) and not item: continue
-        if name in _MAPS and item is not None: item = dict(sorted(item.items()))
-        elif name == "cases": item = {c: _shaped(item[c], "case") for c in sorted(item)}
-        elif isinstance(item, dict): item = _shaped(item, name)
-        out[name] = item
-    return out
+def _trimmed(value: dict, # a struct as builtins
+             kind: str, # which struct it is, as `_OMIT_EMPTY` names it
+            ) -> dict:
+    "`value` with its empty omitempty fields deleted (in place)."
+    for name in _OMIT_EMPTY.get(kind, ()):
+        if name in value and not value[name]: del value[name]
+    return value
+
+# %% ../nbs/09b_publish.ipynb #84f62464
+def _trimmed_counts(counts: dict) -> dict:
+    "A `counts` block (a row's or a case's) with its empty omitempty fields deleted, its shown span's too."
+    if counts.get("shown"): _trimmed(counts["shown"], "shown")
+    return _trimmed(counts, "counts")
 
 # %% ../nbs/09b_publish.ipynb #5344585b
 def shaped_row(row) -> dict:
     "A row as the record spells it: fields in order, omitempty fields left out when empty, maps sorted."
     if not isinstance(row, _Row): row = msgspec.convert(row, _Row)
-    return _shaped(msgspec.to_builtins(row), "row")
+    out = msgspec.to_builtins(row, order="deterministic")
+    for kind in ("key", "provenance"): _trimmed(out[kind], kind)
+    _trimmed_counts(out["counts"])
+    for case in (out["cases"] or {}).values(): _trimmed_counts(case["counts"])
+    return _trimmed(out, "row")
 
 # %% ../nbs/09b_publish.ipynb #a7e282c9
 _GO_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -221,6 +230,16 @@ class PublishError(Exception):
         super().__init__(text)
         self.status = status
 
+# %% ../nbs/09b_publish.ipynb #74ab2dfa
+@contextmanager
+def _gc_paused():
+    "Pause the cycle collector while many acyclic objects are made, restoring its state after."
+    enabled = gc.isenabled()
+    gc.disable()
+    try: yield
+    finally:
+        if enabled: gc.enable()
+
 # %% ../nbs/09b_publish.ipynb #aa0cdd9f
 def read_record(path: Path, # the record file
                 name: str, # the record as messages name it (its path relative to the root)
@@ -230,12 +249,13 @@ def read_record(path: Path, # the record file
     try: data = path.read_bytes()
     except FileNotFoundError: return None
     except OSError as error: raise PublishError(f"read {name}: {error.strerror or error}")
-    try: document = msgspec.json.decode(data, type=_Document)
-    except msgspec.DecodeError as error: raise PublishError(f"read {name}: {error}")
-    if document.schema_version != RECORD_VERSION:
-        raise PublishError(f"{name} carries schema version {document.schema_version} and this command writes "
-                           f"{RECORD_VERSION}; regenerate it with {regenerate}")
-    return None if document.rows is None else [shaped_row(row) for row in document.rows]
+    with _gc_paused():
+        try: document = msgspec.json.decode(data, type=_Document)
+        except msgspec.DecodeError as error: raise PublishError(f"read {name}: {error}")
+        if document.schema_version != RECORD_VERSION:
+            raise PublishError(f"{name} carries schema version {document.schema_version} and this command writes "
+                               f"{RECORD_VERSION}; regenerate it with {regenerate}")
+        return None if document.rows is None else [shaped_row(row) for row in document.rows]
 
 # %% ../nbs/09b_publish.ipynb #1bedbb4c
 def _temporary_copy(path: Path, data: bytes) -> str:
@@ -582,32 +602,66 @@ def _extras(tables, candidate_of) -> dict:
     return out.to_dict("index")
 
 # %% ../nbs/09b_publish.ipynb #a22b23b7
-def _copied(value):
-    "A copy of a block of figures (dicts of numbers), deep enough that adding into it leaves `value` as it was."
-    return {k: _copied(v) for k, v in value.items()} if isinstance(value, dict) else value
+def _tally_sum(tallies: list) -> Optional[dict]:
+    "Tallies added name by name, the names sorted; None when there is none to add."
+    if not tallies: return None
+    total = {}
+    for tally in tallies:
+        for name, n in tally.items(): total[name] = total.get(name, 0) + n
+    return dict(sorted(total.items()))
 
 # %% ../nbs/09b_publish.ipynb #2e971293
-def _added(total, part):
-    "`part` added into `total`: numbers add, maps add by name, a shown span widens; None adds nothing."
-    if part is None: return total
-    if total is None: return _copied(part)
-    if isinstance(part, int) and not isinstance(part, bool): return total + part
-    if isinstance(total, dict) and set(total) >= {"min", "max"} and set(part) >= {"min", "max"}:
-        return {"min": min(total["min"], part["min"]), "max": max(total["max"], part["max"]),
-                "overflowed": total.get("overflowed", 0) + part.get("overflowed", 0)}
-    return {name: _added(total.get(name), part.get(name)) for name in {**total, **part}}
+def _span_sum(spans: list) -> Optional[dict]:
+    "Shown spans widened into one, their overflows added (left out when 0); None when there is none."
+    if not spans: return None
+    span = {"min": min(s.get("min", 0) for s in spans), "max": max(s.get("max", 0) for s in spans)}
+    overflowed = sum(s.get("overflowed", 0) for s in spans)
+    return {**span, "overflowed": overflowed} if overflowed else span
+
+# %% ../nbs/09b_publish.ipynb #10b5bce5
+@cache
+def _fields(kind: type) -> tuple:
+    "The struct `kind`'s field names in order, its int fields, and its other fields with their types."
+    fields = msgspec.structs.fields(kind)
+    return (tuple(f.name for f in fields), tuple(f.name for f in fields if f.type is int),
+            tuple((f.name, f.type) for f in fields if f.type is not int))
+
+# %% ../nbs/09b_publish.ipynb #70e4469a
+def _int_sums(blocks: list, names: tuple) -> list:
+    "The sum over `blocks` of each int field of `names`: a pass of C per field when no block lacks one."
+    slow = lambda: [sum(b.get(name, 0) for b in blocks) for name in names]
+    if len(names) < 2: return slow()  # `itemgetter` of one name gives no tuple
+    try: values = list(map(itemgetter(*names), blocks))
+    except KeyError: return slow()
+    return [sum(column) for column in zip(*values)] if values else [0] * len(names)
+
+# %% ../nbs/09b_publish.ipynb #0156e90d
+def _present(blocks: list, name: str) -> list:
+    "The values of the field `name` in `blocks`, absent and None ones left out."
+    try: values = list(map(itemgetter(name), blocks))
+    except KeyError: return [b[name] for b in blocks if b.get(name) is not None]
+    return [v for v in values if v is not None] if None in values else values
+
+# %% ../nbs/09b_publish.ipynb #985aca9f
+def _summed(blocks: list, # dicts shaped as the struct `kind` (the cases' counts, columns or tokens)
+            kind: type, # that struct, whose fields say what each value is
+           ) -> dict:
+    "`blocks` added field by field into one block of the same shape; a field a block lacks adds nothing."
+    order, ints, others = _fields(kind)
+    out = dict(zip(ints, _int_sums(blocks, ints)))
+    for name, type_ in others:
+        present = _present(blocks, name)
+        out[name] = (_span_sum(present) if name == "shown" else _tally_sum(present) if name in _MAPS
+                     else _summed(present, type_))
+    out = {name: out[name] for name in order}
+    return _trimmed(out, "counts") if kind is _Counts else out
 
 # %% ../nbs/09b_publish.ipynb #6d7b5868
 def sum_cases(cases: dict) -> dict:
     "A row's `counts`, `columns` and `tokens`, re-derived from its `cases` (case id -> figures)."
-    total = None
-    for case in sorted(cases):
-        figures = cases[case]
-        total = _added(total, {"counts": figures["counts"], "columns": figures["columns"],
-                               "tokens": figures["tokens"]})
-    total = total or {}
-    shaped = shaped_row(total)
-    return {name: shaped[name] for name in ("counts", "columns", "tokens")}
+    figures = list(cases.values())
+    return {name: _summed([f[name] for f in figures], kind)
+            for name, kind in (("counts", _Counts), ("columns", _Columns), ("tokens", _Tokens))}
 
 # %% ../nbs/09b_publish.ipynb #3286cbef
 def _options_text(options: Optional[dict]) -> str:
@@ -1013,6 +1067,6 @@ def publish(options: Options) -> Outcome:
         if s.key is None and (options.check or options.render):
             out.say("note: no --key, so the corpus size is unknown and each row's coverage is drawn without it")
         if options.check:
-            with publish_lock(s.root, shared=True): return check(s, out)
+            with publish_lock(s.root, shared=True), _gc_paused(): return check(s, out)
         with publish_lock(s.root): return write(s, options, out)
     except PublishError as error: return out.fail(str(error), error.status)
