@@ -219,7 +219,8 @@ def record_bytes(rows: Optional[list], # the rows, as dicts shaped by `shaped_ro
     "The record's exact bytes: rows sorted by key string, Go's JSON spelling, one final newline."
     from modelrecord.pages import key_string
     rows = None if rows is None else sorted(rows, key=lambda r: key_string(r["key"]))
-    text = json.dumps({"schema_version": RECORD_VERSION, "note": note, "rows": rows}, indent=1, ensure_ascii=False)
+    document = {"schema_version": RECORD_VERSION, "note": note, "rows": rows}
+    text = msgspec.json.format(msgspec.json.encode(document), indent=1).decode("utf-8")
     for char, escape in _GO_HTML_ESCAPES.items(): text = text.replace(char, escape)
     return (text + "\n").encode("utf-8")
 
@@ -550,33 +551,59 @@ def review_rows(rows: list, # the committed rows
 _APART = {"skipped": "skipped", "unobserved": "unobserved", "provider_errors": "provider_error",
           "harness_errors": "harness_error", "gitlab_refused": "gitlab_refused"}  # record count -> scorer verdict
 _COLUMNS = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion")
+_COLUMN_COUNTS = tuple((n, f"{n}_numerator", f"{n}_denominator") for n in _COLUMNS)  # column -> scorer counts
 
 # %% ../nbs/09b_publish.ipynb #6b61e8be
-def _tally(counts: dict, prefix: str, names) -> Optional[dict]:
-    "A non-empty tally of `counts[prefix + name]`, or None."
-    found = {n: counts[prefix + n.replace("-", "_")] for n in names if counts[prefix + n.replace("-", "_")]}
-    return found or None
+@cache
+def _tally_columns() -> dict:
+    "Per tally of a case's counts, its `(name, scorer column)` pairs: outcomes, declines, confirmations."
+    from modelrecord.score import CONFIRMATIONS, DECLINES, VERDICTS
+    pairs = lambda prefix, names: tuple((n, prefix + n.replace("-", "_")) for n in names)
+    return {"outcomes": pairs("", VERDICTS), "declines": pairs("declines_", DECLINES),
+            "confirmations": pairs("confirmations_", CONFIRMATIONS)}
+
+# %% ../nbs/09b_publish.ipynb #f6e373c0
+def _tallies(frame, # one line per (candidate, case), with the scorer's tally columns
+             pairs: tuple, # the tally's `(name, column)` pairs
+            ) -> list:
+    "Per line of `frame`, the tally of its non-zero counts in `pairs`, names sorted; None where all are zero."
+    import numpy as np
+    found = [None] * len(frame)
+    for name, column in sorted(pairs):
+        values = frame[column].to_numpy()
+        at = np.flatnonzero(values)
+        for line, n in zip(at.tolist(), values[at].tolist()):
+            if found[line] is None: found[line] = {}
+            found[line][name] = n
+    return found
 
 # %% ../nbs/09b_publish.ipynb #a29b79af
-def _case_counts(c: dict, shown: Optional[dict]) -> dict:
-    "A case's `counts` from the scorer's counts `c` and its shown span."
-    from modelrecord.score import CONFIRMATIONS, DECLINES, VERDICTS
+def _case_counts(c: dict, # the case's line of the scorer's counts
+                 shown: Optional[dict], # its shown span (None: no size recorded)
+                 tallies: tuple, # its outcomes, declines and confirmations (`_tallies`)
+                ) -> dict:
+    "A case's `counts` from the scorer's counts, its shown span and its tallies."
+    outcomes, declines, confirmations = tallies
     counts = {"attempts": c["attempts"], **{name: c[verdict] for name, verdict in _APART.items()},
-              "turns": c["turns"], "outcomes": _tally(c, "", VERDICTS), "declines": _tally(c, "declines_", DECLINES),
-              "confirmations": _tally(c, "confirmations_", CONFIRMATIONS), "shown": shown}
-    return {name: value for name, value in counts.items() if value is not None or name == "outcomes"}
+              "turns": c["turns"], "outcomes": outcomes}
+    if declines: counts["declines"] = declines
+    if confirmations: counts["confirmations"] = confirmations
+    if shown: counts["shown"] = shown
+    return counts
 
 # %% ../nbs/09b_publish.ipynb #dbc98d59
-def _case_figures(c: dict, run, extra: dict) -> dict:
+def _case_figures(c: dict, # the case's scorer counts and extras (a line of `_per_case`)
+                  head: dict, # the run that measured it: `run`, `date`, `commit`
+                  tallies: tuple, # its outcomes, declines and confirmations (`_tallies`)
+                 ) -> dict:
     "One case's entry of a row: the run that measured it, and its counts, columns and tokens."
-    columns = {n: {"numerator": c[f"{n}_numerator"], "denominator": c[f"{n}_denominator"]} for n in _COLUMNS}
+    columns = {n: {"numerator": c[num], "denominator": c[den]} for n, num, den in _COLUMN_COUNTS}
     columns["overhead"] = {"discovery": c["find"], "invalid_params": c["invalid_params"],
                            "steps": c["overhead_denominator"]}
-    shown = None if extra["shown_count"] == 0 else {"min": extra["shown_min"], "max": extra["shown_max"]}
-    if shown and extra["overflowed"]: shown["overflowed"] = extra["overflowed"]
-    return {"run": run.run_id, "date": run_date(run.started_at), "commit": run.commit,
-            "counts": _case_counts(c, shown), "columns": columns,
-            "tokens": {t: extra[t] for t in ("input", "output", "cache_created", "cache_read")}}
+    shown = None if c["shown_count"] == 0 else {"min": c["shown_min"], "max": c["shown_max"]}
+    if shown and c["overflowed"]: shown["overflowed"] = c["overflowed"]
+    return {**head, "counts": _case_counts(c, shown, tallies), "columns": columns,
+            "tokens": {t: c[t] for t in ("input", "output", "cache_created", "cache_read")}}
 
 # %% ../nbs/09b_publish.ipynb #561c35fe
 def _per_attempt_extra(tables, candidate_of):
@@ -592,14 +619,22 @@ def _per_attempt_extra(tables, candidate_of):
     return frame[frame.candidate >= 0]
 
 # %% ../nbs/09b_publish.ipynb #61e3d339
-def _extras(tables, candidate_of) -> dict:
-    "Per (candidate, case): tokens summed, shown span and overflow count."
+def _extras(tables, candidate_of):
+    "Per (candidate, case), as a frame: tokens summed, shown span and overflow count."
     frame = _per_attempt_extra(tables, candidate_of)
-    g = frame.groupby(["candidate", "case"], sort=True)
-    out = g[["input", "output", "cache_created", "cache_read", "over"]].sum()
-    out["shown_count"], out["shown_min"], out["shown_max"] = g.shown.count(), g.shown.min(), g.shown.max()
-    out = out.fillna(0).astype("int64").rename(columns={"over": "overflowed"})
-    return out.to_dict("index")
+    out = frame.groupby(["candidate", "case"], sort=True).agg(
+        input=("input", "sum"), output=("output", "sum"), cache_created=("cache_created", "sum"),
+        cache_read=("cache_read", "sum"), overflowed=("over", "sum"), shown_count=("shown", "count"),
+        shown_min=("shown", "min"), shown_max=("shown", "max"))
+    return out.fillna(0).astype("int64")
+
+# %% ../nbs/09b_publish.ipynb #a176bad9
+def _per_case(tables, scores, candidate_of):
+    "Per (candidate, case) of the survivors: the scorer's counts (one grouping) beside the extras, as one frame."
+    scores.attempts["_candidate"] = candidate_of
+    per_case = scores.counts(["_candidate", "case"])
+    per_case = per_case[per_case.index.get_level_values(0) >= 0]
+    return per_case.join(_extras(tables, candidate_of).rename_axis(per_case.index.names), how="inner")
 
 # %% ../nbs/09b_publish.ipynb #a22b23b7
 def _tally_sum(tallies: list) -> Optional[dict]:
@@ -733,13 +768,12 @@ def _scored_rows(tables, scores, survivors: list) -> list:
     import numpy as np
     candidate_of = np.full(len(tables.attempts), -1, np.int64)
     for n, c in enumerate(survivors): candidate_of[c.attempts] = n
-    scores.attempts["_candidate"] = candidate_of
-    per_case = scores.counts(["_candidate", "case"])
-    extras = _extras(tables, candidate_of)
+    frame = _per_case(tables, scores, candidate_of)
+    heads = [{"run": c.run.run_id, "date": run_date(c.run.started_at), "commit": c.run.commit} for c in survivors]
+    tallies = zip(*(_tallies(frame, pairs) for pairs in _tally_columns().values()))
     cases = [{} for _ in survivors]
-    for (n, case), counts in zip(per_case.index, per_case.to_dict("records")):
-        if n < 0: continue
-        cases[n][case] = _case_figures({k: int(v) for k, v in counts.items()}, survivors[n].run, extras[(n, case)])
+    for (n, case), counts, tally in zip(frame.index, frame.to_dict("records"), tallies):
+        cases[n][case] = _case_figures(counts, heads[n], tally)
     return [{"key": c.key, "provenance": provenance_of(c), **sum_cases(cs), "cases": dict(sorted(cs.items()))}
             for c, cs in zip(survivors, cases)]  # already in the record's shape: nothing to re-shape
 

@@ -231,3 +231,16 @@ def test_json_says_what_was_folded_refused_merged_and_written(site, tmp_path):
     assert facts["status"] == 0 and facts["written"] == [os.path.join("docs", "model-results.json")]
     assert {r["rule"] for r in facts["refused"]} == {"fake-provider"}
     assert all({"key", "shard", "attempts"} <= set(f) for f in facts["folded"])
+
+
+def test_a_folded_record_reads_back_to_its_own_bytes_every_map_sorted(site, tmp_path):
+    "The fold writes each case's tallies with their names sorted, as a read and the reference write every map."
+    from modelrecord.publish import read_record
+    shards = write_run(tmp_path / "run", run_lines(attempts=200, repeat=3))
+    assert go(site, shards=str(shards)).status == 0
+    path = site / "docs/model-results.json"
+    rows = read_record(path, "docs/model-results.json", "make it")
+    assert record_bytes(rows, json.loads(path.read_bytes())["note"]) == path.read_bytes()
+    tallies = [c["counts"][t] for r in rows for c in r["cases"].values() for t in ("outcomes", "confirmations")
+               if c["counts"].get(t)]
+    assert any(len(t) > 1 for t in tallies) and all(list(t) == sorted(t) for t in tallies)
