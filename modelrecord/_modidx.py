@@ -432,6 +432,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                  'modelrecord.key._arguments': ('key.html#_arguments', 'modelrecord/key.py'),
                                  'modelrecord.key._cases': ('key.html#_cases', 'modelrecord/key.py'),
                                  'modelrecord.key._catalog': ('key.html#_catalog', 'modelrecord/key.py'),
+                                 'modelrecord.key._corpus_digest': ('key.html#_corpus_digest', 'modelrecord/key.py'),
                                  'modelrecord.key._first_twice': ('key.html#_first_twice', 'modelrecord/key.py'),
                                  'modelrecord.key._given': ('key.html#_given', 'modelrecord/key.py'),
                                  'modelrecord.key._json_constant': ('key.html#_json_constant', 'modelrecord/key.py'),

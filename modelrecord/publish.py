@@ -938,16 +938,16 @@ def repository_root(root: Optional[str]) -> Path:
 
 # %% ../nbs/09b_publish.ipynb #3901a621
 def answer_key(path: str) -> tuple:
-    "`(AnswerKey, corpus_digest or None)` of the key file at `path` (its `corpus_digest` read apart)."
+    "`(AnswerKey, its corpus_digest or None)` of the key file at `path`."
     from modelrecord.key import AnswerKeyError, load_key
     text = Path(path).read_text(encoding="utf-8")
     if path.endswith(".json"): value = json.loads(text)
     else:
         import yaml
         value = yaml.safe_load(text)
-    digest = value.pop("corpus_digest", None) if isinstance(value, dict) else None
-    try: return load_key(value)._replace(source=path), digest
+    try: key = load_key(value)._replace(source=path)
     except AnswerKeyError as error: raise PublishError(str(error).replace("<key>", path, 1))
+    return key, key.corpus_digest
 
 # %% ../nbs/09b_publish.ipynb #2fdc8f1c
 def _key_for(o: Options) -> Optional[str]:
