@@ -772,7 +772,9 @@ def _scored_rows(tables, scores, survivors: list) -> list:
     heads = [{"run": c.run.run_id, "date": run_date(c.run.started_at), "commit": c.run.commit} for c in survivors]
     tallies = zip(*(_tallies(frame, pairs) for pairs in _tally_columns().values()))
     cases = [{} for _ in survivors]
-    for (n, case), counts, tally in zip(frame.index, frame.to_dict("records"), tallies):
+    names = list(frame.columns)  # all counts: one conversion of the whole frame to Python ints, then a dict a line
+    for (n, case), line, tally in zip(frame.index, frame.to_numpy().tolist(), tallies):
+        counts = dict(zip(names, line))
         cases[n][case] = _case_figures(counts, heads[n], tally)
     return [{"key": c.key, "provenance": provenance_of(c), **sum_cases(cs), "cases": dict(sorted(cs.items()))}
             for c, cs in zip(survivors, cases)]  # already in the record's shape: nothing to re-shape
