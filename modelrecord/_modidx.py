@@ -728,7 +728,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                      'modelrecord.publish._fields': ('publish.html#_fields', 'modelrecord/publish.py'),
                                      'modelrecord.publish._first_difference': ('publish.html#_first_difference', 'modelrecord/publish.py'),
                                      'modelrecord.publish._fold_into': ('publish.html#_fold_into', 'modelrecord/publish.py'),
-                                     'modelrecord.publish._gc_paused': ('publish.html#_gc_paused', 'modelrecord/publish.py'),
                                      'modelrecord.publish._git_says': ('publish.html#_git_says', 'modelrecord/publish.py'),
                                      'modelrecord.publish._group_shard': ('publish.html#_group_shard', 'modelrecord/publish.py'),
                                      'modelrecord.publish._header_records': ('publish.html#_header_records', 'modelrecord/publish.py'),

@@ -12,7 +12,6 @@ __all__ = ['RECORD_VERSION', 'RULES', 'RULE_NAMES', 'messages', 'fill', 'go_quot
 # %% ../nbs/09b_publish.ipynb #f88014bc
 import datetime as dt
 import fcntl
-import gc
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from typing import NamedTuple, Optional
 
 import msgspec
 
+from .reader import paused_gc
 from .record import GO_ZERO_TIME, RunRecord, SessionRecord, decode_hook
 
 # %% ../nbs/09b_publish.ipynb #c6abd86b
@@ -231,16 +231,6 @@ class PublishError(Exception):
         super().__init__(text)
         self.status = status
 
-# %% ../nbs/09b_publish.ipynb #74ab2dfa
-@contextmanager
-def _gc_paused():
-    "Pause the cycle collector while many acyclic objects are made, restoring its state after."
-    enabled = gc.isenabled()
-    gc.disable()
-    try: yield
-    finally:
-        if enabled: gc.enable()
-
 # %% ../nbs/09b_publish.ipynb #aa0cdd9f
 def read_record(path: Path, # the record file
                 name: str, # the record as messages name it (its path relative to the root)
@@ -250,7 +240,7 @@ def read_record(path: Path, # the record file
     try: data = path.read_bytes()
     except FileNotFoundError: return None
     except OSError as error: raise PublishError(f"read {name}: {error.strerror or error}")
-    with _gc_paused():
+    with paused_gc():
         try: document = msgspec.json.decode(data, type=_Document)
         except msgspec.DecodeError as error: raise PublishError(f"read {name}: {error}")
         if document.schema_version != RECORD_VERSION:
@@ -815,7 +805,7 @@ def fold(shards: str, # the run's shard directory, as given on the command line
     try: scores = score(tables, key)  # joins every attempt, so a broken shard is refused even if no row survives
     except ShardError as error: raise PublishError(f"read {error}")
     except ValueError as error: raise PublishError(f"{shards}: {error}")
-    rows = _scored_rows(tables, scores, survivors) if survivors else []
+    with paused_gc(): rows = _scored_rows(tables, scores, survivors) if survivors else []  # acyclic dicts
     return Fold(candidates, [r for _, r in judged if r is not None], rows)
 
 # %% ../nbs/09b_publish.ipynb #1f911bd5
@@ -1103,6 +1093,6 @@ def publish(options: Options) -> Outcome:
         if s.key is None and (options.check or options.render):
             out.say("note: no --key, so the corpus size is unknown and each row's coverage is drawn without it")
         if options.check:
-            with publish_lock(s.root, shared=True), _gc_paused(): return check(s, out)
+            with publish_lock(s.root, shared=True), paused_gc(): return check(s, out)
         with publish_lock(s.root): return write(s, options, out)
     except PublishError as error: return out.fail(str(error), error.status)
