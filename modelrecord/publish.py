@@ -220,9 +220,9 @@ def record_bytes(rows: Optional[list], # the rows, as dicts shaped by `shaped_ro
     from modelrecord.pages import key_string
     rows = None if rows is None else sorted(rows, key=lambda r: key_string(r["key"]))
     document = {"schema_version": RECORD_VERSION, "note": note, "rows": rows}
-    text = msgspec.json.format(msgspec.json.encode(document), indent=1).decode("utf-8")
-    for char, escape in _GO_HTML_ESCAPES.items(): text = text.replace(char, escape)
-    return (text + "\n").encode("utf-8")
+    data = msgspec.json.format(msgspec.json.encode(document), indent=1)
+    for char, escape in _GO_HTML_ESCAPES.items(): data = data.replace(char.encode(), escape.encode())  # UTF-8 safe
+    return data + b"\n"
 
 # %% ../nbs/09b_publish.ipynb #74ab5c6f
 class PublishError(Exception):
