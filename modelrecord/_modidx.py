@@ -745,6 +745,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                      'modelrecord.publish._present': ('publish.html#_present', 'modelrecord/publish.py'),
                                      'modelrecord.publish._provider': ('publish.html#_provider', 'modelrecord/publish.py'),
                                      'modelrecord.publish._ratio': ('publish.html#_ratio', 'modelrecord/publish.py'),
+                                     'modelrecord.publish._row_totals': ('publish.html#_row_totals', 'modelrecord/publish.py'),
                                      'modelrecord.publish._rule_reason': ('publish.html#_rule_reason', 'modelrecord/publish.py'),
                                      'modelrecord.publish._scored_rows': ('publish.html#_scored_rows', 'modelrecord/publish.py'),
                                      'modelrecord.publish._session_observation': ( 'publish.html#_session_observation',

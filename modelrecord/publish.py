@@ -626,6 +626,22 @@ def _per_case(tables, scores, candidate_of):
     per_case = per_case[per_case.index.get_level_values(0) >= 0]
     return per_case.join(_extras(tables, candidate_of).rename_axis(per_case.index.names), how="inner")
 
+# %% ../nbs/09b_publish.ipynb #a4257fc1
+def _row_totals(frame) -> dict:
+    "Per candidate, its row's `counts`, `columns` and `tokens`: its lines of `frame` added, as `sum_cases` adds cases."
+    import numpy as np
+    shown = frame.shown_count.to_numpy() > 0  # a case that recorded no size widens no span
+    lines = frame.assign(shown_min=np.where(shown, frame.shown_min, np.iinfo(np.int64).max),
+                         shown_max=np.where(shown, frame.shown_max, np.iinfo(np.int64).min))
+    grouped = lines.groupby(level=0, sort=False)
+    totals = grouped.sum().assign(shown_min=grouped.shown_min.min(), shown_max=grouped.shown_max.max())
+    tallies = zip(*(_tallies(totals, pairs) for pairs in _tally_columns().values()))
+    names, out = list(totals.columns), {}
+    for n, line, tally in zip(totals.index, totals.to_numpy().tolist(), tallies):
+        figures = _case_figures(dict(zip(names, line)), {}, tally)
+        out[n] = {block: figures[block] for block in ("counts", "columns", "tokens")}
+    return out
+
 # %% ../nbs/09b_publish.ipynb #a22b23b7
 def _tally_sum(tallies: list) -> Optional[dict]:
     "Tallies added name by name, the names sorted; None when there is none to add."
@@ -766,8 +782,10 @@ def _scored_rows(tables, scores, survivors: list) -> list:
     for (n, case), line, tally in zip(frame.index, frame.to_numpy().tolist(), tallies):
         counts = dict(zip(names, line))
         cases[n][case] = _case_figures(counts, heads[n], tally)
-    return [{"key": c.key, "provenance": provenance_of(c), **sum_cases(cs), "cases": dict(sorted(cs.items()))}
-            for c, cs in zip(survivors, cases)]  # already in the record's shape: nothing to re-shape
+    totals = _row_totals(frame)
+    return [{"key": c.key, "provenance": provenance_of(c), **(totals.get(n) or sum_cases(cs)),
+             "cases": dict(sorted(cs.items()))}
+            for n, (c, cs) in enumerate(zip(survivors, cases))]  # already in the record's shape: nothing to re-shape
 
 # %% ../nbs/09b_publish.ipynb #02a3343f
 def _check_cases(tables, survivors: list, key):
