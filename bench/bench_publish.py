@@ -8,7 +8,8 @@
    - fold: `publish.fold(tree, key, {})` and the record's bytes, what `modelrecord publish --shards` does.
    Target: fold <= 1.2 x score (the fold scores once, through the scorer, and adds the run and session lines).
 2. check: a record of `--rows` rows (the fold's rows, their models renamed so that each is a row of its own),
-   drawn into two pages by a two-page plan, then `publish(Options(check=True))` timed. Target: under 1 s.
+   drawn into two pages by a two-page plan, then `publish(Options(check=True))` timed, wall and processor time
+   (the machine may be shared: the processor time is what the check itself costs). Target: under 1 s.
 """
 import argparse
 import json
@@ -35,14 +36,15 @@ def tree(size: int) -> Path:
     return path
 
 
-def best(function, repeat: int) -> float:
-    "The best wall time of `repeat` calls of `function`."
-    times = []
+def best(function, repeat: int, cpu: bool = False):
+    "The best wall time of `repeat` calls of `function` (with `cpu`: `(wall, processor time)`, each its best)."
+    times, cpus = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, clock = time.perf_counter(), time.process_time()
         function()
         times.append(time.perf_counter() - start)
-    return min(times)
+        cpus.append(time.process_time() - clock)
+    return (min(times), min(cpus)) if cpu else min(times)
 
 
 def fold_against_score(path: Path, repeat: int):
@@ -68,7 +70,7 @@ PAGE = "# {name}\n\n<!-- START MODEL EVAL {block} -->\n<!-- END MODEL EVAL {bloc
 
 def check_time(rows: list, count: int, repeat: int) -> tuple:
     "Seconds `--check` takes on a record of `count` rows drawn into two pages."
-    from modelrecord.pages import key_string
+    from modelrecord.pages import _fnv1a, key_string
     root = Path(tempfile.mkdtemp())
     made = []
     for n in range(count):
@@ -88,8 +90,9 @@ def check_time(rows: list, count: int, repeat: int) -> tuple:
     outcome = None
     def checking():
         nonlocal outcome
+        _fnv1a.cache_clear()  # each repetition as a fresh process would run it: no coverage digest known
         outcome = publish(Options(check=True, root=str(root), plan=str(root / "plan.json")))
-    seconds = best(checking, repeat)
+    seconds = best(checking, repeat, cpu=True)
     return seconds, outcome
 
 
@@ -105,9 +108,9 @@ def main():
     scored, folded, found = fold_against_score(path, args.repeat)
     print(f"tree: {size / 1e6:.0f} MB; {len(found.candidates)} candidate rows, {len(found.rows)} published")
     print(f"score: {scored:.2f} s   fold: {folded:.2f} s   fold / score: {folded / scored:.2f}x (target <= 1.2x)")
-    seconds, outcome = check_time(found.rows or [], args.rows, max(args.repeat, 3))
-    print(f"--check on {args.rows} rows and two pages: {seconds:.3f} s (target < 1 s); exit {outcome.status}, "
-          f"{len(outcome.facts['findings'])} finding(s)")
+    (seconds, cpu), outcome = check_time(found.rows or [], args.rows, max(args.repeat, 3))
+    print(f"--check on {args.rows} rows and two pages: {seconds:.3f} s, processor time {cpu:.3f} s (target < 1 s); "
+          f"exit {outcome.status}, {len(outcome.facts['findings'])} finding(s)")
 
 
 if __name__ == "__main__":

@@ -206,7 +206,7 @@ def _surfaces(read: _KeyReader, value) -> dict:
 
 # %% ../nbs/07a_key.ipynb #aafc43b5
 _KEY_FIELDS = ("cases", "catalog", "surfaces", "discovery_tools", "fact_spellings", "tiers", "server_refusals",
-               "withheld_marker")
+               "withheld_marker", "corpus_digest")
 
 # %% ../nbs/07a_key.ipynb #8e727738
 class AnswerKey(NamedTuple):
@@ -220,6 +220,7 @@ class AnswerKey(NamedTuple):
     tiers: tuple = ()  # the tiers a run or session may be at; () when the key does not say
     server_refusals: frozenset = frozenset(SERVER_REFUSALS)
     withheld_marker: str = WITHHELD_MARKER
+    corpus_digest: Optional[str] = None  # the corpus's fingerprint, for publish's stale-corpus rule; None: not given
     source: str = "<key>"  # the key file, or <key> for a mapping, as errors name it
 
     def flags(self, step: Step) -> Optional[Flags]:
@@ -365,6 +366,11 @@ def _cases(read: _KeyReader, value) -> dict:
         cases[case] = tuple(_step(read, s, f"cases.{case}.steps[{i}]") for i, s in enumerate(steps))
     return cases
 
+# %% ../nbs/07a_key.ipynb #b526e13c
+def _corpus_digest(read: _KeyReader, value) -> Optional[str]:
+    "The key's corpus digest: text when given, None when absent, null or empty."
+    return None if value is None else (read.text(value, "corpus_digest") or None)
+
 # %% ../nbs/07a_key.ipynb #fdfbde5b
 def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey], # a key file (.json, else YAML), a mapping, or a loaded key
             ) -> AnswerKey:
@@ -385,7 +391,7 @@ def load_key(key: Union[str, os.PathLike, Mapping, AnswerKey], # a key file (.js
                      server_refusals=frozenset(read.texts(value.get("server_refusals", SERVER_REFUSALS),
                                                           "server_refusals")),
                      withheld_marker=read.text(value.get("withheld_marker", WITHHELD_MARKER), "withheld_marker"),
-                     source=source)
+                     corpus_digest=_corpus_digest(read, value.get("corpus_digest")), source=source)
 
 # %% ../nbs/07a_key.ipynb #c4a1d021
 class UnknownStepWarning(UserWarning):

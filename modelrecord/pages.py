@@ -189,15 +189,20 @@ def key_string(key: dict, # a row's `key`
 # %% ../nbs/09a_pages.ipynb #e0d15819
 _FNV_OFFSET, _FNV_PRIME, _MASK64 = 0xCBF29CE484222325, 0x100000001B3, 2**64 - 1  # FNV-1a, 64 bits
 
+# %% ../nbs/09a_pages.ipynb #ae4ccfa8
+@functools.lru_cache(maxsize=256)
+def _fnv1a(data: bytes) -> str:
+    "The FNV-1a 64 digest of `data`, in lower-case hex."
+    digest = _FNV_OFFSET
+    for byte in data: digest = ((digest ^ byte) * _FNV_PRIME) & _MASK64
+    return format(digest, "x")
+
 # %% ../nbs/09a_pages.ipynb #7c06d9d7
 def coverage_digest(case_ids, # the case ids a row covers (a row's `cases` mapping will do)
                    ) -> str:
     "The FNV-1a 64 digest of the sorted `case_ids`, each followed by a zero byte, in hex; `''` for none."
     if not case_ids: return ""
-    digest = _FNV_OFFSET
-    for byte in b"".join(name.encode() + b"\0" for name in sorted(case_ids)):
-        digest = ((digest ^ byte) * _FNV_PRIME) & _MASK64
-    return format(digest, "x")
+    return _fnv1a(b"".join(name.encode() + b"\0" for name in sorted(case_ids)))
 
 # %% ../nbs/09a_pages.ipynb #1601a82b
 def coverage_text(case_ids, # the case ids a row covers

@@ -21,11 +21,13 @@ import tempfile
 from contextlib import contextmanager
 from functools import cache
 from importlib import resources
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple, Optional
 
 import msgspec
 
+from .reader import paused_gc
 from .record import GO_ZERO_TIME, RunRecord, SessionRecord, decode_hook
 
 # %% ../nbs/09b_publish.ipynb #c6abd86b
@@ -182,22 +184,29 @@ _OMIT_EMPTY = {"key": ("tier_pin", "meta_param_schema", "slice_size"),
 _MAPS = ("outcomes", "declines", "confirmations", "request_options")  # maps whose keys are sorted
 
 # %% ../nbs/09b_publish.ipynb #81076753
-def _shaped(value: dict, kind: str) -> dict:
-    "`value` (a struct as builtins) with its empty omitempty fields left out and its maps sorted, recursively."
-    out = {}
-    for name, item in value.items():
-        if name in _OMIT_EMPTY.get(kind, ()) and not item: continue
-        if name in _MAPS and item is not None: item = dict(sorted(item.items()))
-        elif name == "cases": item = {c: _shaped(item[c], "case") for c in sorted(item)}
-        elif isinstance(item, dict): item = _shaped(item, name)
-        out[name] = item
-    return out
+def _trimmed(value: dict, # a struct as builtins
+             kind: str, # which struct it is, as `_OMIT_EMPTY` names it
+            ) -> dict:
+    "`value` with its empty omitempty fields deleted (in place)."
+    for name in _OMIT_EMPTY.get(kind, ()):
+        if name in value and not value[name]: del value[name]
+    return value
+
+# %% ../nbs/09b_publish.ipynb #84f62464
+def _trimmed_counts(counts: dict) -> dict:
+    "A `counts` block (a row's or a case's) with its empty omitempty fields deleted, its shown span's too."
+    if counts.get("shown"): _trimmed(counts["shown"], "shown")
+    return _trimmed(counts, "counts")
 
 # %% ../nbs/09b_publish.ipynb #5344585b
 def shaped_row(row) -> dict:
     "A row as the record spells it: fields in order, omitempty fields left out when empty, maps sorted."
     if not isinstance(row, _Row): row = msgspec.convert(row, _Row)
-    return _shaped(msgspec.to_builtins(row), "row")
+    out = msgspec.to_builtins(row, order="deterministic")
+    for kind in ("key", "provenance"): _trimmed(out[kind], kind)
+    _trimmed_counts(out["counts"])
+    for case in (out["cases"] or {}).values(): _trimmed_counts(case["counts"])
+    return _trimmed(out, "row")
 
 # %% ../nbs/09b_publish.ipynb #a7e282c9
 _GO_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -210,9 +219,10 @@ def record_bytes(rows: Optional[list], # the rows, as dicts shaped by `shaped_ro
     "The record's exact bytes: rows sorted by key string, Go's JSON spelling, one final newline."
     from modelrecord.pages import key_string
     rows = None if rows is None else sorted(rows, key=lambda r: key_string(r["key"]))
-    text = json.dumps({"schema_version": RECORD_VERSION, "note": note, "rows": rows}, indent=1, ensure_ascii=False)
-    for char, escape in _GO_HTML_ESCAPES.items(): text = text.replace(char, escape)
-    return (text + "\n").encode("utf-8")
+    document = {"schema_version": RECORD_VERSION, "note": note, "rows": rows}
+    data = msgspec.json.format(msgspec.json.encode(document), indent=1)
+    for char, escape in _GO_HTML_ESCAPES.items(): data = data.replace(char.encode(), escape.encode())  # UTF-8 safe
+    return data + b"\n"
 
 # %% ../nbs/09b_publish.ipynb #74ab5c6f
 class PublishError(Exception):
@@ -230,12 +240,13 @@ def read_record(path: Path, # the record file
     try: data = path.read_bytes()
     except FileNotFoundError: return None
     except OSError as error: raise PublishError(f"read {name}: {error.strerror or error}")
-    try: document = msgspec.json.decode(data, type=_Document)
-    except msgspec.DecodeError as error: raise PublishError(f"read {name}: {error}")
-    if document.schema_version != RECORD_VERSION:
-        raise PublishError(f"{name} carries schema version {document.schema_version} and this command writes "
-                           f"{RECORD_VERSION}; regenerate it with {regenerate}")
-    return None if document.rows is None else [shaped_row(row) for row in document.rows]
+    with paused_gc():
+        try: document = msgspec.json.decode(data, type=_Document)
+        except msgspec.DecodeError as error: raise PublishError(f"read {name}: {error}")
+        if document.schema_version != RECORD_VERSION:
+            raise PublishError(f"{name} carries schema version {document.schema_version} and this command writes "
+                               f"{RECORD_VERSION}; regenerate it with {regenerate}")
+        return None if document.rows is None else [shaped_row(row) for row in document.rows]
 
 # %% ../nbs/09b_publish.ipynb #1bedbb4c
 def _temporary_copy(path: Path, data: bytes) -> str:
@@ -530,33 +541,59 @@ def review_rows(rows: list, # the committed rows
 _APART = {"skipped": "skipped", "unobserved": "unobserved", "provider_errors": "provider_error",
           "harness_errors": "harness_error", "gitlab_refused": "gitlab_refused"}  # record count -> scorer verdict
 _COLUMNS = ("clean", "reached", "accepted_first_time", "argument_fidelity", "confirmation", "unaided", "completion")
+_COLUMN_COUNTS = tuple((n, f"{n}_numerator", f"{n}_denominator") for n in _COLUMNS)  # column -> scorer counts
 
 # %% ../nbs/09b_publish.ipynb #6b61e8be
-def _tally(counts: dict, prefix: str, names) -> Optional[dict]:
-    "A non-empty tally of `counts[prefix + name]`, or None."
-    found = {n: counts[prefix + n.replace("-", "_")] for n in names if counts[prefix + n.replace("-", "_")]}
-    return found or None
+@cache
+def _tally_columns() -> dict:
+    "Per tally of a case's counts, its `(name, scorer column)` pairs: outcomes, declines, confirmations."
+    from modelrecord.score import CONFIRMATIONS, DECLINES, VERDICTS
+    pairs = lambda prefix, names: tuple((n, prefix + n.replace("-", "_")) for n in names)
+    return {"outcomes": pairs("", VERDICTS), "declines": pairs("declines_", DECLINES),
+            "confirmations": pairs("confirmations_", CONFIRMATIONS)}
+
+# %% ../nbs/09b_publish.ipynb #f6e373c0
+def _tallies(frame, # one line per (candidate, case), with the scorer's tally columns
+             pairs: tuple, # the tally's `(name, column)` pairs
+            ) -> list:
+    "Per line of `frame`, the tally of its non-zero counts in `pairs`, names sorted; None where all are zero."
+    import numpy as np
+    found = [None] * len(frame)
+    for name, column in sorted(pairs):
+        values = frame[column].to_numpy()
+        at = np.flatnonzero(values)
+        for line, n in zip(at.tolist(), values[at].tolist()):
+            if found[line] is None: found[line] = {}
+            found[line][name] = n
+    return found
 
 # %% ../nbs/09b_publish.ipynb #a29b79af
-def _case_counts(c: dict, shown: Optional[dict]) -> dict:
-    "A case's `counts` from the scorer's counts `c` and its shown span."
-    from modelrecord.score import CONFIRMATIONS, DECLINES, VERDICTS
+def _case_counts(c: dict, # the case's line of the scorer's counts
+                 shown: Optional[dict], # its shown span (None: no size recorded)
+                 tallies: tuple, # its outcomes, declines and confirmations (`_tallies`)
+                ) -> dict:
+    "A case's `counts` from the scorer's counts, its shown span and its tallies."
+    outcomes, declines, confirmations = tallies
     counts = {"attempts": c["attempts"], **{name: c[verdict] for name, verdict in _APART.items()},
-              "turns": c["turns"], "outcomes": _tally(c, "", VERDICTS), "declines": _tally(c, "declines_", DECLINES),
-              "confirmations": _tally(c, "confirmations_", CONFIRMATIONS), "shown": shown}
-    return {name: value for name, value in counts.items() if value is not None or name == "outcomes"}
+              "turns": c["turns"], "outcomes": outcomes}
+    if declines: counts["declines"] = declines
+    if confirmations: counts["confirmations"] = confirmations
+    if shown: counts["shown"] = shown
+    return counts
 
 # %% ../nbs/09b_publish.ipynb #dbc98d59
-def _case_figures(c: dict, run, extra: dict) -> dict:
+def _case_figures(c: dict, # the case's scorer counts and extras (a line of `_per_case`)
+                  head: dict, # the run that measured it: `run`, `date`, `commit`
+                  tallies: tuple, # its outcomes, declines and confirmations (`_tallies`)
+                 ) -> dict:
     "One case's entry of a row: the run that measured it, and its counts, columns and tokens."
-    columns = {n: {"numerator": c[f"{n}_numerator"], "denominator": c[f"{n}_denominator"]} for n in _COLUMNS}
+    columns = {n: {"numerator": c[num], "denominator": c[den]} for n, num, den in _COLUMN_COUNTS}
     columns["overhead"] = {"discovery": c["find"], "invalid_params": c["invalid_params"],
                            "steps": c["overhead_denominator"]}
-    shown = None if extra["shown_count"] == 0 else {"min": extra["shown_min"], "max": extra["shown_max"]}
-    if shown and extra["overflowed"]: shown["overflowed"] = extra["overflowed"]
-    return {"run": run.run_id, "date": run_date(run.started_at), "commit": run.commit,
-            "counts": _case_counts(c, shown), "columns": columns,
-            "tokens": {t: extra[t] for t in ("input", "output", "cache_created", "cache_read")}}
+    shown = None if c["shown_count"] == 0 else {"min": c["shown_min"], "max": c["shown_max"]}
+    if shown and c["overflowed"]: shown["overflowed"] = c["overflowed"]
+    return {**head, "counts": _case_counts(c, shown, tallies), "columns": columns,
+            "tokens": {t: c[t] for t in ("input", "output", "cache_created", "cache_read")}}
 
 # %% ../nbs/09b_publish.ipynb #561c35fe
 def _per_attempt_extra(tables, candidate_of):
@@ -572,42 +609,100 @@ def _per_attempt_extra(tables, candidate_of):
     return frame[frame.candidate >= 0]
 
 # %% ../nbs/09b_publish.ipynb #61e3d339
-def _extras(tables, candidate_of) -> dict:
-    "Per (candidate, case): tokens summed, shown span and overflow count."
+def _extras(tables, candidate_of):
+    "Per (candidate, case), as a frame: tokens summed, shown span and overflow count."
     frame = _per_attempt_extra(tables, candidate_of)
-    g = frame.groupby(["candidate", "case"], sort=True)
-    out = g[["input", "output", "cache_created", "cache_read", "over"]].sum()
-    out["shown_count"], out["shown_min"], out["shown_max"] = g.shown.count(), g.shown.min(), g.shown.max()
-    out = out.fillna(0).astype("int64").rename(columns={"over": "overflowed"})
-    return out.to_dict("index")
+    out = frame.groupby(["candidate", "case"], sort=True).agg(
+        input=("input", "sum"), output=("output", "sum"), cache_created=("cache_created", "sum"),
+        cache_read=("cache_read", "sum"), overflowed=("over", "sum"), shown_count=("shown", "count"),
+        shown_min=("shown", "min"), shown_max=("shown", "max"))
+    return out.fillna(0).astype("int64")
+
+# %% ../nbs/09b_publish.ipynb #a176bad9
+def _per_case(tables, scores, candidate_of):
+    "Per (candidate, case) of the survivors: the scorer's counts (one grouping) beside the extras, as one frame."
+    scores.attempts["_candidate"] = candidate_of
+    per_case = scores.counts(["_candidate", "case"])
+    per_case = per_case[per_case.index.get_level_values(0) >= 0]
+    return per_case.join(_extras(tables, candidate_of).rename_axis(per_case.index.names), how="inner")
+
+# %% ../nbs/09b_publish.ipynb #a4257fc1
+def _row_totals(frame) -> dict:
+    "Per candidate, its row's `counts`, `columns` and `tokens`: its lines of `frame` added, as `sum_cases` adds cases."
+    import numpy as np
+    shown = frame.shown_count.to_numpy() > 0  # a case that recorded no size widens no span
+    lines = frame.assign(shown_min=np.where(shown, frame.shown_min, np.iinfo(np.int64).max),
+                         shown_max=np.where(shown, frame.shown_max, np.iinfo(np.int64).min))
+    grouped = lines.groupby(level=0, sort=False)
+    totals = grouped.sum().assign(shown_min=grouped.shown_min.min(), shown_max=grouped.shown_max.max())
+    tallies = zip(*(_tallies(totals, pairs) for pairs in _tally_columns().values()))
+    names, out = list(totals.columns), {}
+    for n, line, tally in zip(totals.index, totals.to_numpy().tolist(), tallies):
+        figures = _case_figures(dict(zip(names, line)), {}, tally)
+        out[n] = {block: figures[block] for block in ("counts", "columns", "tokens")}
+    return out
 
 # %% ../nbs/09b_publish.ipynb #a22b23b7
-def _copied(value):
-    "A copy of a block of figures (dicts of numbers), deep enough that adding into it leaves `value` as it was."
-    return {k: _copied(v) for k, v in value.items()} if isinstance(value, dict) else value
+def _tally_sum(tallies: list) -> Optional[dict]:
+    "Tallies added name by name, the names sorted; None when there is none to add."
+    if not tallies: return None
+    total = {}
+    for tally in tallies:
+        for name, n in tally.items(): total[name] = total.get(name, 0) + n
+    return dict(sorted(total.items()))
 
 # %% ../nbs/09b_publish.ipynb #2e971293
-def _added(total, part):
-    "`part` added into `total`: numbers add, maps add by name, a shown span widens; None adds nothing."
-    if part is None: return total
-    if total is None: return _copied(part)
-    if isinstance(part, int) and not isinstance(part, bool): return total + part
-    if isinstance(total, dict) and set(total) >= {"min", "max"} and set(part) >= {"min", "max"}:
-        return {"min": min(total["min"], part["min"]), "max": max(total["max"], part["max"]),
-                "overflowed": total.get("overflowed", 0) + part.get("overflowed", 0)}
-    return {name: _added(total.get(name), part.get(name)) for name in {**total, **part}}
+def _span_sum(spans: list) -> Optional[dict]:
+    "Shown spans widened into one, their overflows added (left out when 0); None when there is none."
+    if not spans: return None
+    span = {"min": min(s.get("min", 0) for s in spans), "max": max(s.get("max", 0) for s in spans)}
+    overflowed = sum(s.get("overflowed", 0) for s in spans)
+    return {**span, "overflowed": overflowed} if overflowed else span
+
+# %% ../nbs/09b_publish.ipynb #10b5bce5
+@cache
+def _fields(kind: type) -> tuple:
+    "The struct `kind`'s field names in order, its int fields, and its other fields with their types."
+    fields = msgspec.structs.fields(kind)
+    return (tuple(f.name for f in fields), tuple(f.name for f in fields if f.type is int),
+            tuple((f.name, f.type) for f in fields if f.type is not int))
+
+# %% ../nbs/09b_publish.ipynb #70e4469a
+def _int_sums(blocks: list, names: tuple) -> list:
+    "The sum over `blocks` of each int field of `names`: a pass of C per field when no block lacks one."
+    slow = lambda: [sum(b.get(name, 0) for b in blocks) for name in names]
+    if len(names) < 2: return slow()  # `itemgetter` of one name gives no tuple
+    try: values = list(map(itemgetter(*names), blocks))
+    except KeyError: return slow()
+    return [sum(column) for column in zip(*values)] if values else [0] * len(names)
+
+# %% ../nbs/09b_publish.ipynb #0156e90d
+def _present(blocks: list, name: str) -> list:
+    "The values of the field `name` in `blocks`, absent and None ones left out."
+    try: values = list(map(itemgetter(name), blocks))
+    except KeyError: return [b[name] for b in blocks if b.get(name) is not None]
+    return [v for v in values if v is not None] if None in values else values
+
+# %% ../nbs/09b_publish.ipynb #985aca9f
+def _summed(blocks: list, # dicts shaped as the struct `kind` (the cases' counts, columns or tokens)
+            kind: type, # that struct, whose fields say what each value is
+           ) -> dict:
+    "`blocks` added field by field into one block of the same shape; a field a block lacks adds nothing."
+    order, ints, others = _fields(kind)
+    out = dict(zip(ints, _int_sums(blocks, ints)))
+    for name, type_ in others:
+        present = _present(blocks, name)
+        out[name] = (_span_sum(present) if name == "shown" else _tally_sum(present) if name in _MAPS
+                     else _summed(present, type_))
+    out = {name: out[name] for name in order}
+    return _trimmed(out, "counts") if kind is _Counts else out
 
 # %% ../nbs/09b_publish.ipynb #6d7b5868
 def sum_cases(cases: dict) -> dict:
     "A row's `counts`, `columns` and `tokens`, re-derived from its `cases` (case id -> figures)."
-    total = None
-    for case in sorted(cases):
-        figures = cases[case]
-        total = _added(total, {"counts": figures["counts"], "columns": figures["columns"],
-                               "tokens": figures["tokens"]})
-    total = total or {}
-    shaped = shaped_row(total)
-    return {name: shaped[name] for name in ("counts", "columns", "tokens")}
+    figures = list(cases.values())
+    return {name: _summed([f[name] for f in figures], kind)
+            for name, kind in (("counts", _Counts), ("columns", _Columns), ("tokens", _Tokens))}
 
 # %% ../nbs/09b_publish.ipynb #3286cbef
 def _options_text(options: Optional[dict]) -> str:
@@ -679,15 +774,18 @@ def _scored_rows(tables, scores, survivors: list) -> list:
     import numpy as np
     candidate_of = np.full(len(tables.attempts), -1, np.int64)
     for n, c in enumerate(survivors): candidate_of[c.attempts] = n
-    scores.attempts["_candidate"] = candidate_of
-    per_case = scores.counts(["_candidate", "case"])
-    extras = _extras(tables, candidate_of)
+    frame = _per_case(tables, scores, candidate_of)
+    heads = [{"run": c.run.run_id, "date": run_date(c.run.started_at), "commit": c.run.commit} for c in survivors]
+    tallies = zip(*(_tallies(frame, pairs) for pairs in _tally_columns().values()))
     cases = [{} for _ in survivors]
-    for (n, case), counts in zip(per_case.index, per_case.to_dict("records")):
-        if n < 0: continue
-        cases[n][case] = _case_figures({k: int(v) for k, v in counts.items()}, survivors[n].run, extras[(n, case)])
-    return [{"key": c.key, "provenance": provenance_of(c), **sum_cases(cs), "cases": dict(sorted(cs.items()))}
-            for c, cs in zip(survivors, cases)]  # already in the record's shape: nothing to re-shape
+    names = list(frame.columns)  # all counts: one conversion of the whole frame to Python ints, then a dict a line
+    for (n, case), line, tally in zip(frame.index, frame.to_numpy().tolist(), tallies):
+        counts = dict(zip(names, line))
+        cases[n][case] = _case_figures(counts, heads[n], tally)
+    totals = _row_totals(frame)
+    return [{"key": c.key, "provenance": provenance_of(c), **(totals.get(n) or sum_cases(cs)),
+             "cases": dict(sorted(cs.items()))}
+            for n, (c, cs) in enumerate(zip(survivors, cases))]  # already in the record's shape: nothing to re-shape
 
 # %% ../nbs/09b_publish.ipynb #02a3343f
 def _check_cases(tables, survivors: list, key):
@@ -725,7 +823,7 @@ def fold(shards: str, # the run's shard directory, as given on the command line
     try: scores = score(tables, key)  # joins every attempt, so a broken shard is refused even if no row survives
     except ShardError as error: raise PublishError(f"read {error}")
     except ValueError as error: raise PublishError(f"{shards}: {error}")
-    rows = _scored_rows(tables, scores, survivors) if survivors else []
+    with paused_gc(): rows = _scored_rows(tables, scores, survivors) if survivors else []  # acyclic dicts
     return Fold(candidates, [r for _, r in judged if r is not None], rows)
 
 # %% ../nbs/09b_publish.ipynb #1f911bd5
@@ -850,16 +948,16 @@ def repository_root(root: Optional[str]) -> Path:
 
 # %% ../nbs/09b_publish.ipynb #3901a621
 def answer_key(path: str) -> tuple:
-    "`(AnswerKey, corpus_digest or None)` of the key file at `path` (its `corpus_digest` read apart)."
+    "`(AnswerKey, its corpus_digest or None)` of the key file at `path`."
     from modelrecord.key import AnswerKeyError, load_key
     text = Path(path).read_text(encoding="utf-8")
     if path.endswith(".json"): value = json.loads(text)
     else:
         import yaml
         value = yaml.safe_load(text)
-    digest = value.pop("corpus_digest", None) if isinstance(value, dict) else None
-    try: return load_key(value)._replace(source=path), digest
+    try: key = load_key(value)._replace(source=path)
     except AnswerKeyError as error: raise PublishError(str(error).replace("<key>", path, 1))
+    return key, key.corpus_digest
 
 # %% ../nbs/09b_publish.ipynb #2fdc8f1c
 def _key_for(o: Options) -> Optional[str]:
@@ -1013,6 +1111,6 @@ def publish(options: Options) -> Outcome:
         if s.key is None and (options.check or options.render):
             out.say("note: no --key, so the corpus size is unknown and each row's coverage is drawn without it")
         if options.check:
-            with publish_lock(s.root, shared=True): return check(s, out)
+            with publish_lock(s.root, shared=True), paused_gc(): return check(s, out)
         with publish_lock(s.root): return write(s, options, out)
     except PublishError as error: return out.fail(str(error), error.status)

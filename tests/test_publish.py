@@ -111,6 +111,41 @@ def test_without_a_digest_at_head_stale_corpus_is_not_judged_and_a_note_says_so(
     assert not [r for r in refusals(done) if "stale-corpus" in r]
 
 
+def key_with_digest(tmp_path: Path, digest) -> str:
+    "The runs' answer key with a top-level `corpus_digest` (SCORING.md §1), as a file."
+    key = json.loads((Path(__file__).parent / "data" / "publish-key.json").read_text())
+    path = tmp_path / "key-with-digest.json"
+    path.write_text(json.dumps({**key, "corpus_digest": digest}))
+    return str(path)
+
+
+def test_the_keys_corpus_digest_is_the_corpus_at_head_when_the_command_line_gives_none(site, tmp_path):
+    shards = write_run(tmp_path / "run", run_lines())
+    stale = go(site, shards=str(shards), digest=None, key=key_with_digest(tmp_path, "newer"))
+    assert PREFIX + "note: no corpus digest at HEAD, so stale-corpus is not judged" not in stale.out
+    judged = [r for r in refusals(stale) if not r.startswith("refused [fake-provider]")]
+    assert judged and all(r.startswith("refused [stale-corpus]") and r.endswith(
+        f"the run was put the corpus {DIGEST} and the corpus at HEAD is newer") for r in judged)
+    assert not (site / "docs/model-results.json").exists() or not record(site)["rows"]
+    fresh = go(site, shards=str(shards), digest=None, key=key_with_digest(tmp_path, DIGEST))
+    assert fresh.status == 0 and not [r for r in refusals(fresh) if "stale-corpus" in r] and record(site)["rows"]
+    check = go(site, check=True, digest=None, key=key_with_digest(tmp_path, "newer"))
+    assert check.status == 1 and any(line.startswith(PREFIX + "refused [stale-corpus]") for line in check.err)
+
+
+def test_the_command_lines_corpus_digest_wins_over_the_keys(site, tmp_path):
+    shards = write_run(tmp_path / "run", run_lines())
+    done = go(site, shards=str(shards), digest=DIGEST, key=key_with_digest(tmp_path, "newer"))
+    assert done.status == 0 and not [r for r in refusals(done) if "stale-corpus" in r] and record(site)["rows"]
+
+
+def test_a_key_whose_corpus_digest_is_not_text_is_refused_naming_the_field(site, tmp_path):
+    shards = write_run(tmp_path / "run", run_lines())
+    done = go(site, shards=str(shards), digest=None, key=key_with_digest(tmp_path, 42))
+    assert done.status == 2 and not (site / "docs/model-results.json").exists()
+    assert done.err == [f"{PREFIX}{tmp_path / 'key-with-digest.json'}: corpus_digest: must be text, got a number"]
+
+
 # ---------------------------------------------------------------------------------------------
 # The record's bytes
 
@@ -305,3 +340,16 @@ def test_the_bundled_runs_fold_refold_two_cases_and_pass_the_gate_through_the_co
     assert err[0].endswith("does not add up: counts.attempts is 15 but its cases sum to 14")
     assert err[1] == PREFIX + ("the managed blocks of docs/model-results.md do not match docs/model-results.json; "
                                "run modelrecord publish --render")
+
+
+def test_a_folded_record_reads_back_to_its_own_bytes_every_map_sorted(site, tmp_path):
+    "The fold writes each case's tallies with their names sorted, as a read and the reference write every map."
+    from modelrecord.publish import read_record
+    shards = write_run(tmp_path / "run", run_lines(attempts=200, repeat=3))
+    assert go(site, shards=str(shards)).status == 0
+    path = site / "docs/model-results.json"
+    rows = read_record(path, "docs/model-results.json", "make it")
+    assert record_bytes(rows, json.loads(path.read_bytes())["note"]) == path.read_bytes()
+    tallies = [c["counts"][t] for r in rows for c in r["cases"].values() for t in ("outcomes", "confirmations")
+               if c["counts"].get(t)]
+    assert any(len(t) > 1 for t in tallies) and all(list(t) == sorted(t) for t in tallies)
