@@ -52,9 +52,10 @@ def grid_rows(explorer):
 
 
 def grid_texts(explorer) -> str:
-    "The data and the texts the grid widget sends the browser (its state, less its script and stylesheet), as one string."
+    "What the grid widget sends the browser (its state, less its script and stylesheet, and every row as a page), as one string."
     state = explorer.grid.get_state()
-    return json.dumps({name: value for name, value in state.items() if name not in ("_esm", "_css")}, default=str)
+    sent = {name: value for name, value in state.items() if name not in ("_esm", "_css")}
+    return json.dumps({**sent, "page": explorer.grid.page(0, -1)}, default=str)
 
 
 def click_row(explorer, key):
