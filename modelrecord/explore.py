@@ -103,6 +103,8 @@ _ASK_PAGE = """function (data, callback, settings) {
     el.__mrModel.send({page: {view: el.__mrView, draw: data.draw, start: data.start, length: data.length,
         search: data.search.value, order: data.order.map(function (o) { return [o.column, o.dir]; })}});
 }"""  # DataTables' `ajax`: ask Python for the page to draw; `_Grid`'s script hands the answer to `callback`
+
+# %% ../nbs/13_explore.ipynb #6a1d000e
 _RESELECT = """function (settings) {
     var el = settings.nTable.closest('.itables_anywidget'), wanted = new Set(el ? el.__mrModel.get('selected_rows') : []);
     var rows = (settings._mrPositions || []).map(function (p, i) { return wanted.has(p) ? i : -1; })
@@ -132,6 +134,8 @@ _HELD_SELECTION = """set selected_rows(e){let p=this.dt.settings()[0]._mrPositio
 
 # %% ../nbs/13_explore.ipynb #6a1d000a
 _ITABLES_EXPORT = re.compile(r"export\{(\w+) as default\};")  # how itables 2.9's script exports its widget
+
+# %% ../nbs/13_explore.ipynb #6a1d000f
 _ANSWERING_EXPORT = """var __mrItables = ITABLES;
 function __mrAnswered(el, msg) {  // Python's answer: a page for the request waiting, or: draw the first page again
     var asked = el.__mrAsked;
