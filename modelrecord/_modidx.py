@@ -251,6 +251,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                      'modelrecord.explore._column_defs': ('explore.html#_column_defs', 'modelrecord/explore.py'),
                                      'modelrecord.explore._column_texts': ('explore.html#_column_texts', 'modelrecord/explore.py'),
                                      'modelrecord.explore._conditions': ('explore.html#_conditions', 'modelrecord/explore.py'),
+                                     'modelrecord.explore._controls': ('explore.html#_controls', 'modelrecord/explore.py'),
                                      'modelrecord.explore._conversation_tab': ('explore.html#_conversation_tab', 'modelrecord/explore.py'),
                                      'modelrecord.explore._count_endings': ('explore.html#_count_endings', 'modelrecord/explore.py'),
                                      'modelrecord.explore._draw_attempts': ('explore.html#_draw_attempts', 'modelrecord/explore.py'),

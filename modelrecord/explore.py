@@ -112,9 +112,18 @@ _RESELECT = """function (settings) {
     if (rows.length) this.api().rows(rows).select();
 }"""  # DataTables' `drawCallback`: select again, on the page drawn, the rows selected (positions of the rows held)
 
+# %% ../nbs/13_explore.ipynb #6a1d0010
+_CONTROLS = {"topStart": "pageLength", "topEnd": "search", "bottomStart": "info", "bottomEnd": "paging",
+             "top": None}  # itables' controls, told apart from its default so that it keeps them on a table of no rows
+
+# %% ../nbs/13_explore.ipynb #6a1d0011
+def _controls(rows: int) -> dict:
+    "The grid's controls for `rows` rows: none when they fit in one page (as itables does), else the page length, search, count and pages."
+    return _CONTROLS if rows > 25 else {place: None for place in _CONTROLS}  # 25: the grid's `pageLength`
+
 # %% ../nbs/13_explore.ipynb #f49dc3b8
 _GRID_OPTIONS = dict(showIndex=False, maxBytes=0, allow_html=True, select={"style": "single", "info": False},
-                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[], autoWidth=False,
+                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[], autoWidth=False, layout=_CONTROLS,
                      serverSide=True, ajax=JavascriptFunction(_ASK_PAGE), drawCallback=JavascriptFunction(_RESELECT),
                      classes="display compact nowrap cell-border", style="width:100%;margin:0",
                      text_in_header_can_be_selected=False,  # a click anywhere on a heading sorts by it
@@ -176,8 +185,10 @@ class _Grid(ITable):
 
     def show(self, frame: pd.DataFrame, texts: list, selected: list):  # selected: positions among the rows
         "Hold the rows `frame` (ranks) with their `texts`; the browser draws their first page, `selected` selected."
-        same = list(frame.columns) == list(self._df.columns)
-        if not same: self.update(frame.iloc[:0], columnDefs=_column_defs(frame), selected_rows=[], **_GRID_OPTIONS)
+        controls = _controls(len(frame))
+        same = list(frame.columns) == list(self._df.columns) and self._dt_args.get("layout") == controls
+        if not same: self.update(frame.iloc[:0], columnDefs=_column_defs(frame), selected_rows=[],
+                                 **{**_GRID_OPTIONS, "layout": controls})
         self._hold(frame, texts)
         if same: self.send({"reload": True})
         self.selected_rows = selected
@@ -203,7 +214,7 @@ def _answer(grid: _Grid, content: dict):
 def _grid() -> ITable:
     "The attempts grid: sorts, searches and pages, a page at a time; a click selects one row."
     return _Grid(*_grid_data(pd.DataFrame({name: pd.Series(dtype=object) for _, name in _ATTEMPT_COLUMNS})),
-                 **_GRID_OPTIONS)
+                 **{**_GRID_OPTIONS, "layout": _controls(0)})
 
 # %% ../nbs/13_explore.ipynb #6a9d1003
 ALL = ""  # the value of a filter that keeps everything

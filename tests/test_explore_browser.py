@@ -160,6 +160,17 @@ def test_explore_page_in_chromium(server):
                 open_tab(page, "Overview")
                 assert "over_budget" in page.inner_text(".mr-summary")  # the column, with zeros
                 no_sideways_scroll(page)
+
+                # Every attempt: the grid draws a page of them, with its controls; its search (Python's) finds one.
+                page.click(".mr-clear-button")
+                open_tab(page, "Attempts")
+                page.wait_for_function(f"() => document.querySelectorAll('.mr-grid-view tbody tr').length === 25"
+                                       f" && document.querySelector('.mr-grid-view .dt-info').textContent.includes('{len(tables.attempts)}')",
+                                       timeout=30_000)
+                page.fill(".mr-grid-view input[type=search]", attempt_id)
+                page.wait_for_function("""id => { const rows = Array.from(document.querySelectorAll('.mr-grid-view tbody tr'));
+                    return rows.length > 0 && rows.every(tr => tr.children[0].textContent.trim() === id); }""",
+                                       arg=attempt_id, timeout=10_000)
             finally:
                 browser.close()
     assert elsewhere == [], f"the page asked another host than 127.0.0.1 for: {elsewhere}"
