@@ -7,8 +7,9 @@ __all__ = ['ALL', 'TABS', 'PLOTS', 'Explorer', 'Tab', 'add_tab']
 
 # %% ../nbs/13_explore.ipynb #a540776a
 import asyncio
+import html
 import importlib
-import json
+import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,38 +55,166 @@ def _column_texts(name: str) -> Callable:
 
 # %% ../nbs/13_explore.ipynb #bda34a1b
 def _grid_data(rows: pd.DataFrame) -> tuple:
-    "`(frame, column_defs)`: the attempts `rows` as ranks, with the render functions that show their texts."
-    frame, column_defs = {}, []
-    for i, (head, name) in enumerate(_attempt_columns(rows)):
+    "`(frame, texts)`: the attempts `rows` as ranks, and each column's texts by rank (a missing value's text last)."
+    frame, texts = {}, []
+    for head, name in _attempt_columns(rows):
         frame[head], shown = _ranked(rows[name], _column_texts(name))
-        missing = json.dumps(usd_text(None) if name == "cost" else "")  # a missing cost is an unpriced one
-        render = (f"function (data, type) {{ var texts = {json.dumps(shown)}; "
-                  f"return type === 'sort' || type === 'type' ? data : (data < 0 ? {missing} : texts[data]); }}")
-        column_defs.append({"targets": i, "render": JavascriptFunction(render),
-                            "className": "dt-left" if head in _LEFT else "dt-right"})
-    return pd.DataFrame(frame, index=rows.index), column_defs
+        missing = usd_text(None) if name == "cost" else ""  # a missing cost is an unpriced one
+        texts.append(np.array(shown + [missing], dtype=object))  # rank -1 picks the last
+    return pd.DataFrame(frame, index=rows.index), texts
+
+# %% ../nbs/13_explore.ipynb #6a1d0002
+def _row_texts(ranks: np.ndarray, texts: list) -> np.ndarray:
+    "Each row's texts as one lower-case string without markup: what the grid's search box looks through."
+    plain = [np.array([html.unescape(re.sub("<[^>]*>", "", text)).lower() for text in column], dtype=object)
+             for column in texts]
+    joined = np.full(len(ranks), "", dtype=object)
+    for i, column in enumerate(plain): joined = joined + " " + column[ranks[:, i]]
+    return joined
+
+# %% ../nbs/13_explore.ipynb #6a1d0003
+def _matching(row_texts: np.ndarray, search: str) -> np.ndarray:
+    "The positions of the rows whose texts hold every word of `search` (a quoted phrase is one word), in order."
+    keep = np.ones(len(row_texts), bool)
+    for word in re.findall(r'"[^"]*"|\S+', search.lower()):
+        word = word.strip('"')
+        if word: keep &= np.fromiter((word in text for text in row_texts), bool, len(row_texts))
+    return np.flatnonzero(keep)
+
+# %% ../nbs/13_explore.ipynb #6a1d0005
+def _ordered(ranks: np.ndarray, rows: np.ndarray, order: list) -> np.ndarray:
+    "`rows` sorted by `order`, `[(column, 'asc' or 'desc'), ...]`, the first the most significant; ties keep their order."
+    if not len(order) or not len(rows): return rows
+    keys = [ranks[rows, column] * (-1 if way == "desc" else 1) for column, way in reversed(order)]
+    return rows[np.lexsort(keys)]
+
+# %% ../nbs/13_explore.ipynb #6a1d0006
+def _page(ranks: np.ndarray, texts: list, rows: np.ndarray, start: int, length: int) -> dict:
+    "The rows `rows[start:start + length]` (to the end when `length` < 0) as the grid draws them: texts, and positions."
+    page = rows[start:] if length < 0 else rows[start:start + length]
+    return {"data": [[column[ranks[at, i]] for i, column in enumerate(texts)] for at in page],
+            "positions": page.tolist()}
+
+# %% ../nbs/13_explore.ipynb #6a1d0009
+_ASK_PAGE = """function (data, callback, settings) {
+    var el = settings.nTable.closest('.itables_anywidget');
+    el.__mrView = el.__mrView || Math.random().toString(36).slice(2);
+    el.__mrAsked = {draw: data.draw, callback: callback, settings: settings};
+    el.__mrModel.send({page: {view: el.__mrView, draw: data.draw, start: data.start, length: data.length,
+        search: data.search.value, order: data.order.map(function (o) { return [o.column, o.dir]; })}});
+}"""  # DataTables' `ajax`: ask Python for the page to draw; `_Grid`'s script hands the answer to `callback`
+
+# %% ../nbs/13_explore.ipynb #6a1d000e
+_RESELECT = """function (settings) {
+    var el = settings.nTable.closest('.itables_anywidget'), wanted = new Set(el ? el.__mrModel.get('selected_rows') : []);
+    var rows = (settings._mrPositions || []).map(function (p, i) { return wanted.has(p) ? i : -1; })
+                                            .filter(function (i) { return i >= 0; });
+    if (rows.length) this.api().rows(rows).select();
+}"""  # DataTables' `drawCallback`: select again, on the page drawn, the rows selected (positions of the rows held)
+
+# %% ../nbs/13_explore.ipynb #6a1d0010
+_CONTROLS = {"topStart": "pageLength", "topEnd": "search", "bottomStart": "info", "bottomEnd": "paging",
+             "top": None}  # itables' controls, told apart from its default so that it keeps them on a table of no rows
+
+# %% ../nbs/13_explore.ipynb #6a1d0011
+def _controls(rows: int) -> dict:
+    "The grid's controls for `rows` rows: none when they fit in one page (as itables does), else the page length, search, count and pages."
+    return _CONTROLS if rows > 25 else {place: None for place in _CONTROLS}  # 25: the grid's `pageLength`
 
 # %% ../nbs/13_explore.ipynb #f49dc3b8
 _GRID_OPTIONS = dict(showIndex=False, maxBytes=0, allow_html=True, select={"style": "single", "info": False},
-                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[], autoWidth=False,
+                     pageLength=25, lengthMenu=[25, 100, 500], scrollX=True, order=[], autoWidth=False, layout=_CONTROLS,
+                     serverSide=True, ajax=JavascriptFunction(_ASK_PAGE), drawCallback=JavascriptFunction(_RESELECT),
                      classes="display compact nowrap cell-border", style="width:100%;margin:0",
-                     text_in_header_can_be_selected=False)  # a click anywhere on a heading sorts by it
+                     text_in_header_can_be_selected=False,  # a click anywhere on a heading sorts by it
+                     warn_on_undocumented_option=False)  # DataTables has `serverSide` and `ajax`; itables' list lacks them
 # what the grid is made and updated with (an update falls back to itables' defaults for what it is not given)
 
 # %% ../nbs/13_explore.ipynb #5e1ec7a1
-_EVERY_ROW_DESELECTED = "this.dt.rows().deselect(),this.dt.rows(e).select()"  # how itables 2.9 sets a selection
-_SELECTED_DESELECTED = "this.dt.rows({selected:!0}).deselect(),this.dt.rows(e).select()"  # only the selected deselected
+_ITABLES_SELECTION = ("set selected_rows(e){let n=this.dt.rows().count(),r=n/2,i=r+this.filtered_row_count,"
+                      "s=n+this.filtered_row_count;e=Array.from(e.filter(o=>o>=0&&o<s&&(o<r||o>=i)).map(o=>o<r?o:o-"
+                      "this.filtered_row_count)),this.dt.rows().deselect(),this.dt.rows(e).select()}get selected_rows(){"
+                      "let n=this.dt.rows().count()/2;return Array.from(this.dt.rows({selected:!0}).indexes().map(r=>r<n?"
+                      "r:r+this.filtered_row_count))}")  # how itables 2.9 sets and reads a selection
+_HELD_SELECTION = """set selected_rows(e){let p=this.dt.settings()[0]._mrPositions||[],w=new Set(e),k=[];
+    p.forEach((x,i)=>{w.has(x)&&k.push(i)});this.dt.rows({selected:!0}).deselect(),this.dt.rows(k).select()}
+  get selected_rows(){let p=this.dt.settings()[0]._mrPositions||[];
+    return Array.from(this.dt.rows({selected:!0}).indexes().map(r=>p[r]))}"""  # positions among the rows held
+
+# %% ../nbs/13_explore.ipynb #6a1d000a
+_ITABLES_EXPORT = re.compile(r"export\{(\w+) as default\};")  # how itables 2.9's script exports its widget
+
+# %% ../nbs/13_explore.ipynb #6a1d000f
+_ANSWERING_EXPORT = """var __mrItables = ITABLES;
+function __mrAnswered(el, msg) {  // Python's answer: a page for the request waiting, or: draw the first page again
+    var asked = el.__mrAsked;
+    if (msg.reload) { if (asked) asked.settings.oInstance.api().draw(); return; }
+    if (!msg.page || !asked || msg.page.view !== el.__mrView || msg.page.draw !== asked.draw) return;
+    asked.settings._mrPositions = msg.page.positions;
+    asked.callback(msg.page);
+}
+export default {render: function (context) {
+    context.el.__mrModel = context.model;
+    context.model.on("msg:custom", function (msg) { __mrAnswered(context.el, msg); });
+    return __mrItables.render(context);
+}};"""  # the widget's element knows its model, and Python's answers reach the page waiting
+
+# %% ../nbs/13_explore.ipynb #6a1d000b
+def _grid_esm() -> str:
+    "itables' widget script, its selection in positions of the rows held and its export answering page requests."
+    script = str(ITable._esm).replace(_ITABLES_SELECTION, _HELD_SELECTION, 1)  # unchanged if itables changed it
+    return _ITABLES_EXPORT.sub(lambda found: _ANSWERING_EXPORT.replace("ITABLES", found.group(1)), script, count=1)
+
+# %% ../nbs/13_explore.ipynb #6a1d000c
+def _column_defs(frame: pd.DataFrame) -> list:
+    "How the grid aligns each column of `frame`: texts to the left, numbers to the right."
+    return [{"targets": i, "className": "dt-left" if head in _LEFT else "dt-right"} for i, head in enumerate(frame.columns)]
 
 # %% ../nbs/13_explore.ipynb #5e1ec7a2
 class _Grid(ITable):
-    "itables' widget, whose selection set from Python deselects only the rows that were selected, not every row."
-    _esm = str(ITable._esm).replace(_EVERY_ROW_DESELECTED, _SELECTED_DESELECTED, 1)  # unchanged if itables changed it
+    "itables' widget drawing a page at a time: Python holds the rows, and sorts, searches and pages them for the browser."
+    _esm = _grid_esm()
+
+    def __init__(self, frame: pd.DataFrame, texts: list, **options):  # the rows as ranks, each column's texts by rank
+        super().__init__(frame.iloc[:0], columnDefs=_column_defs(frame), **options)
+        self._hold(frame, texts)
+        self.on_msg(lambda grid, content, buffers: _answer(self, content))
+
+    def _hold(self, frame: pd.DataFrame, texts: list):
+        self._df, self._ranks, self._texts, self._searched = frame, frame.to_numpy(), texts, None
+
+    def show(self, frame: pd.DataFrame, texts: list, selected: list):  # selected: positions among the rows
+        "Hold the rows `frame` (ranks) with their `texts`; the browser draws their first page, `selected` selected."
+        controls = _controls(len(frame))
+        same = list(frame.columns) == list(self._df.columns) and self._dt_args.get("layout") == controls
+        if not same: self.update(frame.iloc[:0], columnDefs=_column_defs(frame), selected_rows=[],
+                                 **{**_GRID_OPTIONS, "layout": controls})
+        self._hold(frame, texts)
+        if same: self.send({"reload": True})
+        self.selected_rows = selected
+
+    def page(self, start: int = 0, length: int = 25, order: list = (), search: str = "") -> dict:
+        "The page DataTables asks for: its rows' texts and positions, and how many rows there are and match."
+        if self._searched is None and search.strip(): self._searched = _row_texts(self._ranks, self._texts)
+        rows = _matching(self._searched, search) if search.strip() else np.arange(len(self._ranks))
+        rows = _ordered(self._ranks, rows, [(c, way) for c, way in order if 0 <= c < len(self._texts)])
+        return {"recordsTotal": len(self._ranks), "recordsFiltered": len(rows),
+                **_page(self._ranks, self._texts, rows, start, length)}
+
+# %% ../nbs/13_explore.ipynb #6a1d000d
+def _answer(grid: _Grid, content: dict):
+    "Answer a page request of the browser (`{'page': ...}`, sent by `_ASK_PAGE`) with the page of `grid`."
+    asked = content.get("page") if isinstance(content, dict) else None
+    if not asked: return
+    order = [(int(column), str(way)) for column, way in asked.get("order") or []]
+    page = grid.page(int(asked["start"]), int(asked["length"]), order, str(asked.get("search") or ""))
+    grid.send({"page": {**page, "draw": asked["draw"], "view": asked.get("view")}})
 
 # %% ../nbs/13_explore.ipynb #5e1ec7a3
 def _grid() -> ITable:
-    "The attempts grid: sorts, searches and pages in the browser; a click selects one row."
-    frame, column_defs = _grid_data(pd.DataFrame({name: pd.Series(dtype=object) for _, name in _ATTEMPT_COLUMNS}))
-    return _Grid(frame, columnDefs=column_defs, **_GRID_OPTIONS)
+    "The attempts grid: sorts, searches and pages, a page at a time; a click selects one row."
+    return _Grid(*_grid_data(pd.DataFrame({name: pd.Series(dtype=object) for _, name in _ATTEMPT_COLUMNS})),
+                 **{**_GRID_OPTIONS, "layout": _controls(0)})
 
 # %% ../nbs/13_explore.ipynb #6a9d1003
 ALL = ""  # the value of a filter that keeps everything
@@ -303,7 +432,7 @@ def _attempts_tab(explorer: Explorer) -> widgets.Widget:
 
 # %% ../nbs/13_explore.ipynb #e27b0002
 def _grid_rows(explorer: Explorer) -> tuple:
-    "`(shown, frame, column_defs)`: the filtered attempts' totals (with their verdicts), and the grid's data of them."
+    "`(shown, frame, texts)`: the filtered attempts' totals (with their verdicts), and the grid's data of them."
     shown = _with_verdicts(explorer, attempt_totals(explorer.filtered).join(explorer.filtered.attempts.shard))
     return (shown, *_grid_data(shown))
 
@@ -311,9 +440,9 @@ def _grid_rows(explorer: Explorer) -> tuple:
 def _draw_attempts(explorer: Explorer):
     "Show the filtered attempts in the grid, the one opened selected."
     self = explorer
-    self.shown, frame, column_defs = _cached(self, "Attempts", lambda: _grid_rows(self))
+    self.shown, frame, texts = _cached(self, "Attempts", lambda: _grid_rows(self))
     selected = [int(np.flatnonzero(self.shown.index == self.opened)[0])] if self.opened in self.shown.index else []
-    with _hushed(self): self.grid.update(frame, columnDefs=column_defs, selected_rows=selected, **_GRID_OPTIONS)
+    with _hushed(self): self.grid.show(frame, texts, selected)
     self.grid_label.value = styled(f"{plural(len(frame), 'attempt')} · click a column to sort, "
                                    "a row to read its conversation")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from modelrecord import tables as tables_module
+from modelrecord import explore, tables as tables_module
 from modelrecord.explore import ALL, PLOTS, TABS, Explorer, add_tab
 from modelrecord.formatting import usd_column, usd_text
 from modelrecord.reader import ShardError
@@ -52,9 +52,10 @@ def grid_rows(explorer):
 
 
 def grid_texts(explorer) -> str:
-    "The data and the texts the grid widget sends the browser (its state, less its script and stylesheet), as one string."
+    "What the grid widget sends the browser (its state, less its script and stylesheet, and every row as a page), as one string."
     state = explorer.grid.get_state()
-    return json.dumps({name: value for name, value in state.items() if name not in ("_esm", "_css")}, default=str)
+    sent = {name: value for name, value in state.items() if name not in ("_esm", "_css")}
+    return json.dumps({**sent, "page": explorer.grid.page(0, -1)}, default=str)
 
 
 def click_row(explorer, key):
@@ -205,6 +206,25 @@ def test_the_grid_sorts_as_the_values_do_and_shows_one_format_per_column(fresh, 
     fresh.model.value = "fake:perfect"  # unpriced: no cost, and it ranks below every price
     assert (grid_rows(fresh).cost.isna().all(), set(fresh.grid.df.cost)) == (True, {-1})
     assert set(fresh.grid.df.model) == {0}
+
+
+def test_the_grid_sends_the_browser_a_page_sorted_and_searched_in_python_not_the_rows(fresh, monkeypatch):
+    rows = grid_rows(fresh)
+    args = fresh.grid.get_state()["_dt_args"]
+    assert json.loads(args["data_json"]) == [] and args["serverSide"] is True  # the browser holds no rows of its own
+    sent = []
+    monkeypatch.setattr(fresh.grid, "send", sent.append)
+    heads = list(fresh.grid.df.columns)
+    explore._answer(fresh.grid, {"page": {"view": "v", "draw": 3, "start": 25, "length": 25, "search": "",
+                                          "order": [[heads.index("output"), "desc"]]}})
+    page = sent[-1]["page"]  # the second page, dearest output first
+    assert (page["draw"], page["view"], page["recordsTotal"], page["recordsFiltered"]) == (3, "v", len(rows), len(rows))
+    assert [rows.output.iloc[at] for at in page["positions"]] == sorted(rows.output, reverse=True)[25:50]
+    assert [row[heads.index("output")] for row in page["data"]] == [f"{rows.output.iloc[at]:,}" for at in page["positions"]]
+    found = fresh.grid.page(0, -1, [], 'MALFORMED "openai:gpt-5"')  # every word, case ignored, in the texts shown
+    kept = rows[(rows.ended_by == "malformed") & (rows.model == "openai:gpt-5")]
+    assert found["recordsFiltered"] == len(kept) > 0 and [rows.index[at] for at in found["positions"]] == list(kept.index)
+    assert fresh.grid.page(0, 10, [], "nothing-has-this")["data"] == []
 
 
 def test_a_tab_out_of_view_is_drawn_when_it_comes_into_view(fresh, tables):

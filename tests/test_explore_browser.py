@@ -79,6 +79,15 @@ def grid_column(page, head: str) -> list:
     }""", head)
 
 
+# Whether the grid's rows show their costs in order (descending when `arg`): the grid draws a page once Python sorted it.
+COSTS_SORTED = """down => {
+    const heads = Array.from(document.querySelector('.mr-grid-view thead tr').children).map(th => th.textContent.trim());
+    const at = heads.indexOf('cost');
+    const costs = Array.from(document.querySelectorAll('.mr-grid-view tbody tr'), tr => tr.children[at].textContent.trim())
+        .filter(text => text.startsWith('$')).map(text => parseFloat(text.slice(1)));
+    return costs.length > 1 && costs.every((cost, i) => i === 0 || (down ? costs[i - 1] >= cost : costs[i - 1] <= cost)); }"""
+
+
 def test_explore_page_in_chromium(server):
     from playwright.sync_api import sync_playwright
     url, process, port, lines = server
@@ -128,8 +137,10 @@ def test_explore_page_in_chromium(server):
                 heading = page.locator(".mr-grid-view thead th", has_text="cost").first  # the header row on screen
                 heading.click()
                 page.wait_for_selector(".mr-grid-view thead th.dt-ordering-asc", timeout=10_000)
+                page.wait_for_function(COSTS_SORTED, arg=False, timeout=10_000)  # the page of rows Python sorted, drawn
                 heading.click()
                 page.wait_for_selector(".mr-grid-view thead th.dt-ordering-desc", timeout=10_000)
+                page.wait_for_function(COSTS_SORTED, arg=True, timeout=10_000)
                 costs = [float(text.lstrip("$")) for text in grid_column(page, "cost") if text.startswith("$")]
                 assert costs == sorted(costs, reverse=True) and len(costs) > 1, costs
                 page.screenshot(path=str(ARTIFACTS / f"explore-{width}-attempts.png"))
@@ -149,6 +160,17 @@ def test_explore_page_in_chromium(server):
                 open_tab(page, "Overview")
                 assert "over_budget" in page.inner_text(".mr-summary")  # the column, with zeros
                 no_sideways_scroll(page)
+
+                # Every attempt: the grid draws a page of them, with its controls; its search (Python's) finds one.
+                page.click(".mr-clear-button")
+                open_tab(page, "Attempts")
+                page.wait_for_function(f"() => document.querySelectorAll('.mr-grid-view tbody tr').length === 25"
+                                       f" && document.querySelector('.mr-grid-view .dt-info').textContent.includes('{len(tables.attempts)}')",
+                                       timeout=30_000)
+                page.fill(".mr-grid-view input[type=search]", attempt_id)
+                page.wait_for_function("""id => { const rows = Array.from(document.querySelectorAll('.mr-grid-view tbody tr'));
+                    return rows.length > 0 && rows.every(tr => tr.children[0].textContent.trim() === id); }""",
+                                       arg=attempt_id, timeout=10_000)
             finally:
                 browser.close()
     assert elsewhere == [], f"the page asked another host than 127.0.0.1 for: {elsewhere}"
