@@ -15,7 +15,9 @@ memory (ru_maxrss) is its own:
 - score_2 / dask_score_2: the same for the score table (`load(content=True)` and `score().table()`
   against `modelrecord.dask.score_table`), against the tree's answer key.
 `--big-shard MB`: a tree of one shard of about MB megabytes, `load(cache=False)` on 1 worker and on 2
-(the shard read in spans), interleaved in this process for --repeat rounds: each round's ratio, the
+(the shard read in spans), interleaved in this process for --repeat rounds, first untimed (the figure
+to judge the goal by: the phase timers below slow the 2-worker load more than the 1-worker one), then
+with the phase timers: each round's ratio, the
 ratio of the best times, and whether the tables are identical; each load's phases (`_Phases`: start,
 reading in this process and in the worker, hand-back, waiting for the worker, join, combine, in wall
 and CPU seconds), and this process's CPU seconds, the 2-worker load's critical path, whose ratio
@@ -196,7 +198,15 @@ def big_shard(root: Path, mb: int, repeat: int):
     print(f"one shard of {shards[0].stat().st_size / 1e6:.0f} MB; cores {len(os.sched_getaffinity(0))}, "
           f"load average (1 min) before {os.getloadavg()[0]:.1f}")
     times, cpu, reference, slowdowns = {1: [], 2: []}, {1: [], 2: []}, None, []
+    untimed = {1: [], 2: []}  # the same loads without the phase timers, which cost the 2-worker load more
     for round in range(repeat):
+        for workers in (1, 2):
+            start = time.perf_counter()
+            tables = load(tree, workers=workers, cache=False, progress=False)
+            untimed[workers].append(time.perf_counter() - start)
+            del tables
+        print(f"  round {round + 1}, untimed: 1 worker {untimed[1][-1]:.2f} s, 2 workers {untimed[2][-1]:.2f} s, "
+              f"ratio {untimed[2][-1] / untimed[1][-1]:.2f}", flush=True)
         phase = {}
         for workers in (1, 2):
             with _Phases(modelrecord.tables, shards[0]) as phases:
@@ -217,6 +227,8 @@ def big_shard(root: Path, mb: int, repeat: int):
               f"its time alone; load average (1 min) {os.getloadavg()[0]:.1f}", flush=True)
     print(f"best: 1 worker {min(times[1]):.2f} s, 2 workers {min(times[2]):.2f} s, ratio of the best "
           f"{min(times[2]) / min(times[1]):.2f} (goal <= 0.7); tables identical; load average after {os.getloadavg()[0]:.1f}")
+    print(f"untimed (no phase timers), best: 1 worker {min(untimed[1]):.2f} s, 2 workers {min(untimed[2]):.2f} s, "
+          f"ratio of the best {min(untimed[2]) / min(untimed[1]):.2f} (goal <= 0.7)")
     print(f"a byte read beside the worker took {sorted(slowdowns)[len(slowdowns) // 2]:.2f}x its time alone (median of "
           "the rounds; the share of the 2-worker time that is the hardware's, not the code's)")
     print(f"this process's CPU seconds (the 2-worker load's critical path when the machine is shared), best: 1 worker "
