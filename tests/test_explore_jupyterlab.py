@@ -6,6 +6,7 @@ notebook, checks that the widgets render, that a filter changes the attempts gri
 element of the output is wider than the cell (each wide piece scrolls inside itself). The
 screenshot goes to `test-artifacts/explore-jupyterlab.png`.
 """
+import json
 import os
 import secrets
 import signal
@@ -119,6 +120,10 @@ def test_the_explorer_in_jupyterlab(lab):
             page.wait_for_selector(".jp-Notebook .mr-grid-view tbody tr", timeout=60_000)
             page.select_option(".jp-Notebook .mr-model select", value=model)
             page.wait_for_function(f"() => document.querySelector('.jp-Notebook .mr-grid-label').textContent.includes('{kept} attempts')",
+                                   timeout=60_000)
+            # the label is Python's; the rows are the page the browser asks for after it, drawn a message later
+            page.wait_for_function(f"() => (cells => cells.length > 0 && cells.every(c => c.textContent === {json.dumps(model)}))"
+                                   "([...document.querySelectorAll('.jp-Notebook .mr-grid-view tbody tr td:nth-child(3)')])",
                                    timeout=60_000)
             models = page.eval_on_selector_all(".jp-Notebook .mr-grid-view tbody tr td:nth-child(3)", "cells => cells.map(c => c.textContent)")
             assert models and set(models) == {model}
