@@ -28,7 +28,7 @@ from .key import load_key
 from .score import DEFAULT_BY, published_table, score
 from .summary import clustered_proportions, costs, endings, retries, tokens, wilson
 from .tables import COST_COLUMNS, PARALLEL_BYTES, TABLES, Tables, shard_batches, batch_tables, combine
-from .tables import _span_lines, _spans_part  # what `load` reads a shard's spans with, and joins them with
+from .tables import _cores, _span_lines, _spans_part  # what `load` counts cores with, reads spans with, joins them with
 
 # %% ../nbs/05_dask.ipynb #12fc8757
 PARTITION_BYTES = 64 << 20  # a partition holds about this many bytes of shards: small ones together, a larger one cut
@@ -176,7 +176,7 @@ def _workers(total: int, # the bytes of the tree
         from distributed import default_client
         return sum(default_client().nthreads().values())
     except (ImportError, ValueError): pass  # no distributed, or no client: the threaded scheduler, on this machine
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return _cores()
 
 # %% ../nbs/05_dask.ipynb #43de50ee
 class DaskTables:
