@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import tempfile
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -399,9 +400,10 @@ def _export_text(counts: Counter, where: str) -> str:
 # %% ../nbs/19_otel.ipynb #2883d961
 def _written(to: Path, resources) -> int:
     "Write `resources` to `to` as one OTLP/JSON request, whole or not at all; the bytes written."
-    part, size = to.with_name(to.name + ".part"), 0
+    handle, part = tempfile.mkstemp(prefix=f".{to.name}.", suffix=".part", dir=to.parent)  # new, private, no link followed
+    part, size = Path(part), 0
     try:
-        with part.open("wb") as file:
+        with os.fdopen(handle, "wb") as file:
             for resource in resources:
                 size += file.write((b"," if size else b'{"resourceSpans":[') + _encoder.encode(resource))
             size += file.write(b"]}\n" if size else b"{}\n")
