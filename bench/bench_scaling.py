@@ -13,7 +13,11 @@ memory (ru_maxrss) is its own:
 - dask_summary_2: `modelrecord.dask.load` and `modelrecord.dask.summary` on the same 2-process
   cluster (the cluster's start and its workers' imports are not timed);
 - score_2 / dask_score_2: the same for the score table (`load(content=True)` and `score().table()`
-  against `modelrecord.dask.score_table`), against the tree's answer key.
+  against `modelrecord.dask.score_table`), against the tree's answer key;
+- dask_2_read, dask_summary_2_read, dask_score_2_read: the three Dask measurements on a cluster
+  started under `modelrecord.dask.READING_CONFIG` (no stack sampling, no 64 KB malloc trimming).
+With --repeat N, N rounds of every measurement one after the other (not N of one, then N of the
+next), the best of each kept, so that a slow spell of the shared machine does not fall on one alone.
 `--big-shard MB`: a tree of one shard of about MB megabytes, `load(cache=False)` on 1 worker and on 2
 (the shard read in spans), interleaved in this process for --repeat rounds, first untimed (the figure
 to judge the goal by: the phase timers below slow the 2-worker load more than the 1-worker one), then
@@ -46,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_tables import SCALING_MEASURES, run as run_tables, warm_page_cache  # noqa: E402
 
-SUMMARY_MEASURES = ("summary_2", "dask_summary_2", "score_2", "dask_score_2")  # measured here; the others by bench_tables.py
+SUMMARY_MEASURES = ("summary_2", "dask_summary_2", "dask_summary_2_read", "score_2", "dask_score_2", "dask_score_2_read")  # measured here; the others by bench_tables.py
 MEASURES = SCALING_MEASURES + SUMMARY_MEASURES
 TARGETS = tuple(f"{e}-{i}" for i in range(5) for e in ("ce", "ee"))[:9]
 SHARD_BYTES = 1_500_000
@@ -66,6 +70,7 @@ def write(size_gb: float, root: Path) -> Path:
 
 def measure(name: str, tree: str) -> dict:
     "Run one summary measurement in this process; return seconds, CPU seconds and memory figures."
+    import dask
     import distributed
     import modelrecord.dask
     import modelrecord.summary
@@ -82,11 +87,12 @@ def measure(name: str, tree: str) -> dict:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return {"seconds": wall, "cpu": cpu + children.ru_utime + children.ru_stime,
                 "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3, "children_peak_mb": children.ru_maxrss / 1e3}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    settings = modelrecord.dask.READING_CONFIG if name.endswith("_read") else {}  # the reading settings, or the defaults
+    with dask.config.set(settings), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         client.run(lambda: __import__("modelrecord.dask"))  # the workers' imports are part of the cluster's start
         wall, cpu = time.perf_counter(), time.process_time()
-        if name == "dask_summary_2": modelrecord.dask.summary(modelrecord.dask.load(tree))
+        if name.startswith("dask_summary_2"): modelrecord.dask.summary(modelrecord.dask.load(tree))
         else: modelrecord.dask.score_table(modelrecord.dask.load(tree, content=True), key)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         workers = client.run(lambda: (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -264,9 +270,9 @@ def report(rows: dict, loads: dict):
           + ", ".join(f"{s} GB {a:.1f}/{b:.1f}" for s, (a, b) in loads.items()))
     tree = {size: next(row for (s, _), row in rows.items() if s == size) for size in sizes}
     print("trees: " + ", ".join(f"{size} GB = {tree[size][0]:.2f} GB in {tree[size][1]} shards" for size in sizes))
-    print(f"{'measurement':<15}" + "".join(f"{f'{s} GB: s':>11}{'cpu s':>8}{'peak MB':>9}{'s/GB':>7}" for s in sizes) + "  linear?")
+    print(f"{'measurement':<20}" + "".join(f"{f'{s} GB: s':>11}{'cpu s':>8}{'peak MB':>9}{'s/GB':>7}" for s in sizes) + "  linear?")
     for name in [m for m in MEASURES if all((size, m) in rows for size in sizes)]:
-        line, per_gb, per_gb_mem = f"{name:<15}", [], []
+        line, per_gb, per_gb_mem = f"{name:<20}", [], []
         for size in sizes:
             gb, shards, seconds, cpu, peak = rows[(size, name)]
             per_gb.append(seconds / gb)
@@ -284,7 +290,10 @@ def report(rows: dict, loads: dict):
           "score <= 1.2):")
     pairs = (("dask load (all tables persisted) / load_2", "dask_2", "load_2"),
              ("dask load+summary / load+summary", "dask_summary_2", "summary_2"),
-             ("dask load+score table / load+score table", "dask_score_2", "score_2"))
+             ("dask load+score table / load+score table", "dask_score_2", "score_2"),
+             ("the same on a cluster started with READING_CONFIG: persisted", "dask_2_read", "load_2"),
+             ("summary", "dask_summary_2_read", "summary_2"),
+             ("score table", "dask_score_2_read", "score_2"))
     ratios = {}
     for size in sizes:
         t = {name: rows[(size, name)][2] for name in MEASURES if (size, name) in rows}
@@ -327,12 +336,15 @@ def main():
             shards = list(tree.rglob("modeleval-*.jsonl"))
             gb = sum(p.stat().st_size for p in shards) / 1e9
             warm_page_cache(shards)  # a tree written ahead is read from memory, as one just written is
-            before = os.getloadavg()[0]
+            before, runs = os.getloadavg()[0], {name: [] for name in measures}
+            for round in range(args.repeat):  # rounds of every measurement, so that a slow spell of the machine hits them all
+                for name in measures:
+                    runs[name].append(run(name, tree))
+                    print(f"{size} GB {name}, round {round + 1}: {runs[name][-1]['seconds']:.1f} s "
+                          f"(load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
             for name in measures:
-                runs = [run(name, tree) for _ in range(args.repeat)]
-                best = min(runs, key=lambda r: r["seconds"])
+                best = min(runs[name], key=lambda r: r["seconds"])
                 rows[(size, name)] = (gb, len(shards), best["seconds"], best["cpu"], max(best["peak_mb"], best["children_peak_mb"]))
-                print(f"{size} GB {name}: {best['seconds']:.1f} s (load average {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
             loads[size] = (before, os.getloadavg()[0])
             if not args.trees: shutil.rmtree(tree)
     finally:

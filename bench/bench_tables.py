@@ -35,7 +35,7 @@ SHAPES = {"few": dict(targets=("ce", "ee"), shards_per_target=2, target_bytes=18
           "tiny": dict(targets=("ce", "ee"), shards_per_target=5000, attempts=0)}
 MEASURES = ("read_shards", "load_1", "load_2", "load_default", "duckdb", "cache_cold", "cache_warm")
 TINY_MEASURES = ("read_shards", "load_1", "load_default", "cache_cold", "cache_warm", "live_first", "live_refresh")
-SCALING_MEASURES = ("read_shards", "load_1", "load_2", "cache_warm", "dask_2")
+SCALING_MEASURES = ("read_shards", "load_1", "load_2", "cache_warm", "dask_2", "dask_2_read")
 
 
 def _rss_mb() -> float:
@@ -66,12 +66,14 @@ def measure(name: str, tree: str, cache: str) -> dict:
         result = modelrecord.tables.load(tree, progress=False)
     elif live is not None:
         result = live.read()
-    elif name == "dask_2":
+    elif name in ("dask_2", "dask_2_read"):
+        import dask
         import distributed
-        from modelrecord.dask import load as load_dask
+        from modelrecord.dask import READING_CONFIG, load as load_dask
         wall = time.perf_counter()  # the cluster's start is not part of the time
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-                distributed.Client(cluster) as client:
+        settings = READING_CONFIG if name == "dask_2_read" else {}  # the reading settings, or Dask's defaults
+        with dask.config.set(settings), distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
             client.run(lambda: __import__("modelrecord.dask"))  # the workers' imports are part of the cluster's start
             wall, cpu = time.perf_counter(), time.process_time()
             tables = load_dask(tree)

@@ -76,3 +76,19 @@ def test_every_table_on_a_process_cluster_is_the_one_load_gives(tree, monkeypatc
     for name, frame in zip(TABLES, frames):
         frame = frame.assign(shard=frame.shard.astype(str).map(lambda path: os.path.relpath(path, tree)))
         _same(frame, expected[name], name)
+
+
+def test_a_cluster_started_with_the_reading_settings_reads_the_same_tables_without_profiling_or_trimming(tree, monkeypatch):
+    import dask
+    from modelrecord.dask import READING_CONFIG
+    expected = _counted_within_shards(load(tree, cache=False))
+    # as in a fresh process: a nanny started earlier here (the test above) wrote its variables into this environment
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with dask.config.set(READING_CONFIG), \
+            distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                     dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        settings = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+                                       dask.config.get("distributed.worker.profile.enabled")))
+        turns = client.compute(load_dask(tree).turns, sync=True)
+    assert list(settings.values()) == [(None, False)] * 2  # no trimming variable, no stack sampling, in each worker
+    _same(turns.assign(shard=turns.shard.astype(str).map(lambda path: os.path.relpath(path, tree))), expected["turns"], "turns")
