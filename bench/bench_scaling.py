@@ -2,6 +2,7 @@
 
     python bench/bench_scaling.py [--sizes 0.2,1,4] [--repeat 1] [--trees DIR] [--write-only] [--measures a,b]
     python bench/bench_scaling.py --big-shard 400 [--repeat 3] [--trees DIR]
+    python bench/bench_scaling.py --s3 100,400 [--repeat 3]
 
 Each tree is written with `modelrecord.sample.write_tree` under /tmp: 9 targets of shards of about
 1.5 MB (as many processes as the size needs). Measured each in a fresh subprocess, so that its peak
@@ -16,6 +17,8 @@ memory (ru_maxrss) is its own:
   against `modelrecord.dask.score_table`), against the tree's answer key;
 - dask_2_read, dask_summary_2_read, dask_score_2_read: the three Dask measurements on a cluster
   started under `modelrecord.dask.READING_CONFIG` (no stack sampling, no 64 KB malloc trimming).
+`--s3 MB,MB`: the tree in moto's S3 server at each size, by bench_remote.py (local, S3 cold, S3
+cached, local cached, best of --repeat), and whether each grows linearly from the smallest size.
 With --repeat N, N rounds of every measurement one after the other (not N of one, then N of the
 next), the best of each kept, so that a slow spell of the shared machine does not fall on one alone.
 `--big-shard MB`: a tree of one shard of about MB megabytes, `load(cache=False)` on 1 worker and on 2
@@ -305,6 +308,24 @@ def report(rows: dict, loads: dict):
             f"{what} {first[what]:.2f} -> {last[what]:.2f}" for what in first if what in last))
 
 
+def s3_tree(sizes_mb: list, repeat: int):
+    "The S3 tree at each size: bench_remote.py's figures (local, S3 cold, S3 cached, local cached) and their growth."
+    seconds = {}
+    for mb in sizes_mb:
+        out = subprocess.run([sys.executable, str(Path(__file__).with_name("bench_remote.py")), "--size-mb", str(mb),
+                              "--repeat", str(repeat)], capture_output=True, text=True)
+        if out.returncode: raise RuntimeError(f"bench_remote.py failed:\n{out.stderr[-3000:]}")
+        print(f"{mb:g} MB: {out.stdout.strip()}", flush=True)
+        lines = [line.split() for line in out.stdout.splitlines()[1:] if line.strip()]
+        seconds[mb] = {words[0]: float(words[1]) for words in lines}
+    if len(sizes_mb) > 1:  # linear: seconds per MB at the largest size within 1.5x of the smallest's
+        first, last = sizes_mb[0], sizes_mb[-1]
+        print("growth, s/MB at the largest size over the smallest: " + ", ".join(
+            f"{name} {seconds[last][name] / last / (seconds[first][name] / first):.2f}x "
+            f"({'linear' if seconds[last][name] / last <= 1.5 * seconds[first][name] / first else 'grows faster'})"
+            for name in seconds[first]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="0.2,1,4")
@@ -313,11 +334,15 @@ def main():
     parser.add_argument("--write-only", action="store_true", help="write the trees (with --trees) and measure nothing")
     parser.add_argument("--measures", help="only these measurements (comma-separated), e.g. load_2,dask_2")
     parser.add_argument("--big-shard", type=int, metavar="MB", help="one shard of MB megabytes: load() on 1 worker vs 2")
+    parser.add_argument("--s3", metavar="MB,MB", help="the tree in moto's S3 server at these sizes (bench_remote.py)")
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--measure", choices=SUMMARY_MEASURES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.tree)))
+        return
+    if args.s3:
+        s3_tree([float(mb) for mb in args.s3.split(",")], args.repeat)
         return
     if args.write_only and not args.trees: parser.error("--write-only needs --trees")
     root = args.trees or Path(tempfile.mkdtemp(prefix="bench-scaling-", dir="/tmp"))
