@@ -1472,6 +1472,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                     'modelrecord.writer._owned': ('writer.html#_owned', 'modelrecord/writer.py'),
                                     'modelrecord.writer._prepare': ('writer.html#_prepare', 'modelrecord/writer.py'),
                                     'modelrecord.writer._why': ('writer.html#_why', 'modelrecord/writer.py'),
+                                    'modelrecord.writer.file_beside': ('writer.html#file_beside', 'modelrecord/writer.py'),
                                     'modelrecord.writer.open_dir': ('writer.html#open_dir', 'modelrecord/writer.py'),
                                     'modelrecord.writer.open_writer': ('writer.html#open_writer', 'modelrecord/writer.py'),
-                                    'modelrecord.writer.release': ('writer.html#release', 'modelrecord/writer.py')}}}
+                                    'modelrecord.writer.release': ('writer.html#release', 'modelrecord/writer.py'),
+                                    'modelrecord.writer.replacing': ('writer.html#replacing', 'modelrecord/writer.py')}}}

@@ -13,7 +13,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -33,6 +32,7 @@ from .record import (
     OUTCOME_OK, OUTCOME_PREVIEW, OUTCOME_REFUSED_PREFIX, SHARD_PREFIX, SHARD_SUFFIX, TOKEN_PRICES, TURN_OK,
     TURN_STATUSES, AnyRecord, Attempt, Block, Call, GoTime, Provider, Run, Turn, Usage, Verify, cap_result, cap_text,
     decode_hook, encode, line_problem)
+from .writer import replacing
 
 # %% ../nbs/19_otel.ipynb #a69d82e0
 SEMCONV_VERSION = "1.41.1"  # the GenAI semantic conventions the spans follow (status: Development)
@@ -400,17 +400,11 @@ def _export_text(counts: Counter, where: str) -> str:
 # %% ../nbs/19_otel.ipynb #2883d961
 def _written(to: Path, resources) -> int:
     "Write `resources` to `to` as one OTLP/JSON request, whole or not at all; the bytes written."
-    handle, part = tempfile.mkstemp(prefix=f".{to.name}.", suffix=".part", dir=to.parent)  # new, private, no link followed
-    part, size = Path(part), 0
-    try:
-        with os.fdopen(handle, "wb") as file:
-            for resource in resources:
-                size += file.write((b"," if size else b'{"resourceSpans":[') + _encoder.encode(resource))
-            size += file.write(b"]}\n" if size else b"{}\n")
-        part.replace(to)
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
+    size = 0
+    with replacing(to) as file:
+        for resource in resources:
+            size += file.write((b"," if size else b'{"resourceSpans":[') + _encoder.encode(resource))
+        size += file.write(b"]}\n" if size else b"{}\n")
     return size
 
 # %% ../nbs/19_otel.ipynb #102ea960

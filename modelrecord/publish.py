@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from contextlib import contextmanager
 from functools import cache
 from importlib import resources
@@ -29,6 +28,7 @@ import msgspec
 
 from .reader import paused_gc
 from .record import GO_ZERO_TIME, RunRecord, SessionRecord, decode_hook
+from .writer import file_beside
 
 # %% ../nbs/09b_publish.ipynb #c6abd86b
 @cache
@@ -252,18 +252,8 @@ def read_record(path: Path, # the record file
 def _temporary_copy(path: Path, data: bytes) -> str:
     "Write `data` to a new temporary file beside `path` (its parents made 0750), flushed; its name."
     path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o600
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    return temporary
+    with file_beside(path, path.stat().st_mode & 0o7777 if path.exists() else 0o600) as file: file.write(data)
+    return file.name
 
 # %% ../nbs/09b_publish.ipynb #979c927d
 def write_files(files: dict, # path -> bytes, in the order they are renamed into place

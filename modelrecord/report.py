@@ -9,7 +9,6 @@ __all__ = ['ReportTable', 'report_table', 'ReportPlot', 'report_plot', 'ReportSe
 # %% ../nbs/10a_report.ipynb #4109b9ed
 import base64
 import os
-import tempfile
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence, Union
 
@@ -26,6 +25,7 @@ from .score import (_APART_TALLIES as _APART, DEFAULT_BY, PROPORTIONS, PUBLISHED
 from .summary import (VERDICT_NOTE, _ENDINGS_NOTE, _SPEND_NOTE, _endings_table, _spend_table, _verdict_columns,
                       clustered_text, fraction_text, run_table, summary, wilson)
 from .tables import Tables, load
+from .writer import replacing
 
 # %% ../nbs/10a_report.ipynb #4d504fba
 class ReportTable(NamedTuple):
@@ -341,12 +341,5 @@ def write_report(target, # the HTML file to write (its directory must exist)
                 ) -> Path:
     "Write `page` to `target` whole or not at all: into a temporary file beside it, renamed over it."
     target = Path(target)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as file: file.write(page.encode("utf-8"))
-        os.chmod(temporary, 0o644)  # a page to share: readable as a file written by hand would be
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with replacing(target, 0o644) as file: file.write(page.encode("utf-8"))  # a page to share: readable by all
     return target
