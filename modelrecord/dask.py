@@ -37,7 +37,7 @@ PARTITION_BYTES = 64 << 20  # a partition holds about this many bytes of shards:
 class Batch(NamedTuple):
     "The `Tables` of a run of consecutive shards read together, where each shard's rows start, and its keys within it."
     tables: Tables
-    paths: list  # the shards, as listed
+    paths: list  # the shards, as the tables name them (`_shard_names`)
     starts: dict  # table -> the first row of each shard, and one past the last
     local: dict  # table -> key column -> the key counted within its row's shard (missing when it points outside it)
 
@@ -46,6 +46,14 @@ class Batch(NamedTuple):
 def _batch_bytes(batch: Batch) -> int:
     "A batch's size as Dask counts its frames, so that the scheduler cuts partitions where the batch is, not moves it."
     return sum(sizeof(frame) for _, frame in batch.tables.items())
+
+# %% ../nbs/05_dask.ipynb #a41c7e20
+def _shard_names(fs, # the fsspec filesystem the shards are on
+                 paths: list, # the shards, as `shard_urls` lists them
+                ) -> list:
+    "The shards `paths` on `fs` as the tables and refusals name them: a local file by its path as listed, an object by its URL."
+    if isinstance(fs, fsspec.implementations.local.LocalFileSystem): return list(paths)
+    return [fs.unstrip_protocol(path) for path in paths]
 
 # %% ../nbs/05_dask.ipynb #6b2f4c19
 def _renamed(error: ShardError, names: dict) -> ShardError:
@@ -56,15 +64,15 @@ def _renamed(error: ShardError, names: dict) -> ShardError:
 
 # %% ../nbs/05_dask.ipynb #b7f9a3c4
 def _read(fs, paths: list, content: bool) -> Tables:
-    "The combined `batch_tables` of the shards `paths` on `fs`, copied to a temporary directory first when remote."
+    "The combined `batch_tables` of the shards `paths` on `fs` (copied to a temporary directory first when remote), named by `_shard_names`."
     if isinstance(fs, fsspec.implementations.local.LocalFileSystem): return combine([batch_tables(paths, content)])
     with tempfile.TemporaryDirectory(prefix="modelrecord-") as scratch:
         copies = [os.path.join(scratch, f"{n}-{p.rstrip('/').rsplit('/', 1)[-1]}") for n, p in enumerate(paths)]
         for path, copy in zip(paths, copies): fs.get_file(path, copy)
+        named = dict(zip(copies, _shard_names(fs, paths)))
         try: tables = combine([batch_tables(copies, content)])
-        except ShardError as error: raise _renamed(error, dict(zip(copies, map(fs.unstrip_protocol, paths)))) from None
-    listed = dict(zip(copies, paths))
-    for _, frame in tables.items(): frame["shard"] = frame.shard.cat.rename_categories(lambda copy: listed[copy])
+        except ShardError as error: raise _renamed(error, named) from None
+    for _, frame in tables.items(): frame["shard"] = frame.shard.cat.rename_categories(lambda copy: named[copy])
     return tables
 
 # %% ../nbs/05_dask.ipynb #a3abed9f
@@ -98,10 +106,10 @@ def batch_frames(fs,  # the fsspec filesystem the shards are on
                  paths: list,  # consecutive shards of the tree, as `shard_urls` lists them
                  content: bool = False,  # also read texts, arguments, results and facts (what scoring reads)
                 ) -> Batch:
-    "The tables of the shards `paths` on `fs`, read together by one task, their `shard` column the paths as listed."
-    tables = _read(fs, paths, content)
-    starts = _shard_starts(tables, paths)
-    return Batch(tables, paths, starts, _local_keys(tables, starts))
+    "The tables of the shards `paths` on `fs`, read together by one task, their `shard` column the shards' `_shard_names`."
+    tables, names = _read(fs, paths, content), _shard_names(fs, paths)
+    starts = _shard_starts(tables, names)
+    return Batch(tables, names, starts, _local_keys(tables, starts))
 
 # %% ../nbs/05_dask.ipynb #7d4e2c11
 def batch_partition(batch: Batch,  # the batch the partition is cut from

@@ -622,15 +622,23 @@ def _line_start(file, at: int) -> Optional[int]:
         if (found := chunk.find(b"\n")) >= 0: return file.tell() - len(chunk) + found + 1
     return None
 
+# %% ../nbs/01_reader.ipynb #5a7c0e12
+def _file_spans(file, # the open shard, any seekable file (a local one, or an object opened through fsspec)
+                size: int, # its size in bytes
+                count: int, # how many spans to cut it into
+               ) -> list[Span]:
+    "The open `file` (`size` bytes) cut at line starts into about `count` spans of about equal size, in file order."
+    cuts = {_line_start(file, size * k // count) for k in range(1, count)} - {None, 0, size}
+    starts = [0, *sorted(cuts)]
+    return [Span(start, stop) for start, stop in zip(starts, [*starts[1:], None])]
+
 # %% ../nbs/01_reader.ipynb #53852946
 def shard_spans(path, # a shard file
                 count: int, # how many spans to cut it into (fewer when it holds fewer lines)
                ) -> list[Span]:
     "The shard at `path` cut at line starts into about `count` spans of about equal size, in file order."
     file, size = _open_shard(os.fspath(path))
-    with file: cuts = {_line_start(file, size * k // count) for k in range(1, count)} - {None, 0, size}
-    starts = [0, *sorted(cuts)]
-    return [Span(start, stop) for start, stop in zip(starts, [*starts[1:], None])]
+    with file: return _file_spans(file, size, count)
 
 # %% ../nbs/01_reader.ipynb #bf7ec379
 def read_shard(path, # a shard file

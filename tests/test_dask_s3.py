@@ -1,7 +1,8 @@
 """modelrecord.dask on a real cluster reading a real S3-compatible server: moto's server on 127.0.0.1 (the fixture
 of test_remote_s3.py, stopped by PID), a generated tree uploaded to it, the Dask tables loaded from the s3:// URL on
-`LocalCluster(n_workers=2, processes=True)`, every table the one `modelrecord.tables.load` gives of the same tree on
-disk, exactly (keys and row numbers counted within each shard, as Dask's are: see test_dask_cluster.py).
+`LocalCluster(n_workers=2, processes=True)`, every table the one `modelrecord.tables.load` gives of the same URL (and of
+the same tree on disk), exactly (keys and row numbers counted within each shard, as Dask's are: see
+test_dask_cluster.py), each row's shard its URL (`load`'s root and shard).
 
 The workers reach the store only through the storage options given to `load` (the filesystem they are sent holds
 them): no AWS variable is set in this process or its workers, and no Dask or fsspec configuration is touched.
@@ -10,7 +11,8 @@ import os
 
 import pytest
 
-from test_dask_cluster import _counted_within_shards, _same
+from test_dask_cluster import _same
+from test_dask_urls import named_by_url
 from test_remote_s3 import server  # noqa: F401  (moto's S3 server on loopback, a fixture of this module too)
 
 from modelrecord.dask import load as load_dask
@@ -46,7 +48,10 @@ def test_the_bucket_on_a_process_cluster_gives_the_tables_of_the_tree_on_disk(bu
     for name in [n for n in os.environ if n.startswith("AWS_")]: monkeypatch.delenv(name)
     sizes = [p.stat().st_size for p in tree.rglob("modeleval-*.jsonl")]
     monkeypatch.setattr("modelrecord.dask.PARTITION_BYTES", max(sizes) // 3)  # the larger shard in about three
-    expected = _counted_within_shards(load(tree, cache=False, content=True))
+    expected = load(url, cache=False, content=True, storage_options=options)
+    on_disk = load(tree, cache=False, content=True)
+    for name in TABLES: assert expected[name].equals(on_disk[name]), name  # shards named relative to the tree
+    expected = named_by_url(expected)
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         tables = load_dask(url, content=True, storage_options=options)
@@ -55,8 +60,6 @@ def test_the_bucket_on_a_process_cluster_gives_the_tables_of_the_tree_on_disk(bu
         workers = client.run(lambda: (os.getpid(), any(n.startswith("AWS_") for n in os.environ)))
     assert len({pid for pid, _ in workers.values()} - {os.getpid()}) == 2
     assert not any(aws for _, aws in workers.values())  # the options reached them with the filesystem alone
-    prefix = url.split("://", 1)[1] + "/"  # the shard column holds the paths as the filesystem lists them
     for name, frame in zip(TABLES, frames):
-        shards = frame.shard.astype(str)
-        assert shards.str.startswith(prefix).all(), name  # each row names its shard in the bucket
-        _same(frame.assign(shard=shards.str.slice(len(prefix))), expected[name], name)
+        assert frame.shard.astype(str).str.startswith(url + "/").all(), name  # each row names its shard's URL
+        _same(frame, expected[name], name)

@@ -1,11 +1,43 @@
-"""modelrecord.dask over an fsspec URL names the shard, never the scratch copy it was read from, in its errors."""
+"""modelrecord.dask over an fsspec URL names the shard by its URL, never the scratch copy it was read from, in its
+rows and its errors; its tables are those `modelrecord.tables.load` gives of the same URL, row for row (keys and row
+numbers counted within each shard, as Dask's are: see test_dask_cluster.py), each row's shard its full URL: `load`'s
+`root` (the tree's URL) and its `shard` (relative to it)."""
 import dask
 import fsspec
 import pytest
 
+from test_dask_cluster import _counted_within_shards, _same
+
 from modelrecord.dask import load
 from modelrecord.reader import ShardError
 from modelrecord.sample import write_tree
+from modelrecord.tables import TABLES, load as load_tables
+
+
+def named_by_url(tables) -> dict:
+    "`modelrecord.tables.load`'s frames of a tree at a URL, counted within shards, each row's shard named by its URL."
+    frames = _counted_within_shards(tables)
+    return {name: frame.assign(shard=f"{tables.root}/" + frame.shard.astype(str)) for name, frame in frames.items()}
+
+
+@pytest.fixture
+def memory_tree(tmp_path):
+    "`(url, tree)`: a generated tree on disk, and its copy in fsspec's memory filesystem at that URL (removed after)."
+    tree = write_tree(tmp_path / "t", seed=3, attempts=40, shards_per_target=2)
+    fs = fsspec.filesystem("memory")
+    fs.put(str(tree), "/urls/t", recursive=True)
+    yield "memory://urls/t", tree
+    fs.rm("/urls", recursive=True)
+
+
+def test_memory_tree_rows_name_their_shards_by_url_as_load_does(memory_tree):
+    url, tree = memory_tree
+    expected = load_tables(url, cache=False, content=True)
+    on_disk = load_tables(tree, cache=False, content=True)
+    for name in TABLES: assert expected[name].equals(on_disk[name]), name  # the same tables, relative shard names
+    with dask.config.set(scheduler="threads"): frames = dask.compute(*[frame for _, frame in load(url, content=True).items()])
+    assert frames[0].shard.astype(str).str.startswith("memory:///urls/t/").all()
+    for name, frame in zip(TABLES, frames): _same(frame, named_by_url(expected)[name], name)
 
 
 @pytest.fixture
