@@ -891,6 +891,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                     'modelrecord.reader._open_shard': ('reader.html#_open_shard', 'modelrecord/reader.py'),
                                     'modelrecord.reader._problem': ('reader.html#_problem', 'modelrecord/reader.py'),
                                     'modelrecord.reader._raw_holders': ('reader.html#_raw_holders', 'modelrecord/reader.py'),
+                                    'modelrecord.reader._read_at': ('reader.html#_read_at', 'modelrecord/reader.py'),
                                     'modelrecord.reader._read_block': ('reader.html#_read_block', 'modelrecord/reader.py'),
                                     'modelrecord.reader._read_blocks': ('reader.html#_read_blocks', 'modelrecord/reader.py'),
                                     'modelrecord.reader._read_lines': ('reader.html#_read_lines', 'modelrecord/reader.py'),

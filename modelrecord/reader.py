@@ -517,11 +517,22 @@ class Span(NamedTuple):
     start: int = 0
     stop: Optional[int] = None
 
+# %% ../nbs/01_reader.ipynb #b1d2e3f4
+def _read_at(file, size: int, at: int) -> bytes:
+    "`size` bytes of the open `file` from byte `at`, its place kept: `os.pread` of its descriptor, or a seek there and back."
+    try: return os.pread(file.fileno(), size, at)
+    except (OSError, ValueError):  # no descriptor (`io.UnsupportedOperation`): an object read through fsspec
+        place = file.tell()
+        try:
+            file.seek(at)
+            return file.read(size)
+        finally: file.seek(place)
+
 # %% ../nbs/01_reader.ipynb #0e58dea5
 def _lines_before(file, start: int) -> int:
-    "How many lines of the open shard `file` end before byte `start` (read with `os.pread`, the file's place kept)."
+    "How many lines of the open shard `file` end before byte `start` (read with `_read_at`, the file's place kept)."
     lines, at = 0, 0
-    while at < start and (data := os.pread(file.fileno(), min(BLOCK_BYTES, start - at), at)):
+    while at < start and (data := _read_at(file, min(BLOCK_BYTES, start - at), at)):
         lines, at = lines + data.count(b"\n"), at + len(data)
     return lines
 
