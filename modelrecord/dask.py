@@ -22,7 +22,7 @@ from dask.dataframe.dask_expr.io.io import FromGraph
 import numpy as np
 import pandas as pd
 
-from .reader import BLOCK_BYTES, ShardError, Span, shard_spans, shard_urls
+from .reader import ShardError, Span, shard_spans, shard_urls
 from .reader import _file_spans  # how `shard_spans` cuts an open file
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
 from .key import load_key
@@ -166,6 +166,7 @@ def _spans_batch(path: str,  # the one shard, as the tables name it (`_shard_nam
 
 # %% ../nbs/05_dask.ipynb #c0e1a002
 _PROBE_BYTES = 1 << 16  # what is fetched at a time around a cut of a remote shard, looking for the next line's start
+_FETCH_BYTES = 64 << 20  # the most of a span fetched by one request: few round trips, a bounded buffer
 
 # %% ../nbs/05_dask.ipynb #c0e1a003
 def _object_spans(fs, # the fsspec filesystem the shard is on
@@ -181,8 +182,8 @@ def _fetched(fs, path: str, span: Span, size: int, copy: str) -> int:
     "Copy the bytes of `span` of the shard `path` on `fs` (`size` bytes) to the file `copy`, a range at a time; how many lines they end."
     stop, lines = size if span.stop is None else span.stop, 0
     with open(copy, "wb") as out:
-        for at in range(span.start, stop, BLOCK_BYTES):
-            data = fs.cat_file(path, start=at, end=min(at + BLOCK_BYTES, stop))  # by name: s3fs takes a version id third
+        for at in range(span.start, stop, _FETCH_BYTES):
+            data = fs.cat_file(path, start=at, end=min(at + _FETCH_BYTES, stop))  # by name: s3fs takes a version id third
             lines += data.count(b"\n")
             out.write(data)
     return lines
