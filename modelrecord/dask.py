@@ -22,7 +22,8 @@ from dask.dataframe.dask_expr.io.io import FromGraph
 import numpy as np
 import pandas as pd
 
-from .reader import ShardError, shard_spans, shard_urls
+from .reader import ShardError, Span, shard_spans, shard_urls
+from .reader import _file_spans  # how `shard_spans` cuts an open file
 from .record import ENDED_COMPLETED, ENDINGS, MODEL_ENDINGS, TOKEN_CATEGORIES
 from .key import load_key
 from .score import DEFAULT_BY, published_table, score
@@ -37,7 +38,7 @@ PARTITION_BYTES = 64 << 20  # a partition holds about this many bytes of shards:
 class Batch(NamedTuple):
     "The `Tables` of a run of consecutive shards read together, where each shard's rows start, and its keys within it."
     tables: Tables
-    paths: list  # the shards, as listed
+    paths: list  # the shards, as the tables name them (`_shard_names`)
     starts: dict  # table -> the first row of each shard, and one past the last
     local: dict  # table -> key column -> the key counted within its row's shard (missing when it points outside it)
 
@@ -46,6 +47,14 @@ class Batch(NamedTuple):
 def _batch_bytes(batch: Batch) -> int:
     "A batch's size as Dask counts its frames, so that the scheduler cuts partitions where the batch is, not moves it."
     return sum(sizeof(frame) for _, frame in batch.tables.items())
+
+# %% ../nbs/05_dask.ipynb #a41c7e20
+def _shard_names(fs, # the fsspec filesystem the shards are on
+                 paths: list, # the shards, as `shard_urls` lists them
+                ) -> list:
+    "The shards `paths` on `fs` as the tables and refusals name them: a local file by its path as listed, an object by its URL."
+    if isinstance(fs, fsspec.implementations.local.LocalFileSystem): return list(paths)
+    return [fs.unstrip_protocol(path) for path in paths]
 
 # %% ../nbs/05_dask.ipynb #6b2f4c19
 def _renamed(error: ShardError, names: dict) -> ShardError:
@@ -56,15 +65,15 @@ def _renamed(error: ShardError, names: dict) -> ShardError:
 
 # %% ../nbs/05_dask.ipynb #b7f9a3c4
 def _read(fs, paths: list, content: bool) -> Tables:
-    "The combined `batch_tables` of the shards `paths` on `fs`, copied to a temporary directory first when remote."
+    "The combined `batch_tables` of the shards `paths` on `fs` (copied to a temporary directory first when remote), named by `_shard_names`."
     if isinstance(fs, fsspec.implementations.local.LocalFileSystem): return combine([batch_tables(paths, content)])
     with tempfile.TemporaryDirectory(prefix="modelrecord-") as scratch:
         copies = [os.path.join(scratch, f"{n}-{p.rstrip('/').rsplit('/', 1)[-1]}") for n, p in enumerate(paths)]
         for path, copy in zip(paths, copies): fs.get_file(path, copy)
+        named = dict(zip(copies, _shard_names(fs, paths)))
         try: tables = combine([batch_tables(copies, content)])
-        except ShardError as error: raise _renamed(error, dict(zip(copies, map(fs.unstrip_protocol, paths)))) from None
-    listed = dict(zip(copies, paths))
-    for _, frame in tables.items(): frame["shard"] = frame.shard.cat.rename_categories(lambda copy: listed[copy])
+        except ShardError as error: raise _renamed(error, named) from None
+    for _, frame in tables.items(): frame["shard"] = frame.shard.cat.rename_categories(lambda copy: named[copy])
     return tables
 
 # %% ../nbs/05_dask.ipynb #a3abed9f
@@ -98,10 +107,10 @@ def batch_frames(fs,  # the fsspec filesystem the shards are on
                  paths: list,  # consecutive shards of the tree, as `shard_urls` lists them
                  content: bool = False,  # also read texts, arguments, results and facts (what scoring reads)
                 ) -> Batch:
-    "The tables of the shards `paths` on `fs`, read together by one task, their `shard` column the paths as listed."
-    tables = _read(fs, paths, content)
-    starts = _shard_starts(tables, paths)
-    return Batch(tables, paths, starts, _local_keys(tables, starts))
+    "The tables of the shards `paths` on `fs`, read together by one task, their `shard` column the shards' `_shard_names`."
+    tables, names = _read(fs, paths, content), _shard_names(fs, paths)
+    starts = _shard_starts(tables, names)
+    return Batch(tables, names, starts, _local_keys(tables, starts))
 
 # %% ../nbs/05_dask.ipynb #7d4e2c11
 def batch_partition(batch: Batch,  # the batch the partition is cut from
@@ -145,7 +154,7 @@ def _partitions(sizes: list) -> int:
     return max(1, round(sum(sizes) / PARTITION_BYTES))
 
 # %% ../nbs/05_dask.ipynb #bc64ec25
-def _spans_batch(path: str,  # the one shard, a local file
+def _spans_batch(path: str,  # the one shard, as the tables name it (`_shard_names`)
                  spans: list,  # the `_span_lines` of its spans, in file order
                 ) -> Batch:
     "The `Batch` of the shard at `path` from its spans' lines, put end to end and joined as one shard's (`_spans_part`)."
@@ -155,17 +164,70 @@ def _spans_batch(path: str,  # the one shard, a local file
     starts = _shard_starts(tables, [path])
     return Batch(tables, [path], starts, _local_keys(tables, starts))
 
+# %% ../nbs/05_dask.ipynb #c0e1a002
+_PROBE_BYTES = 1 << 16  # what is fetched at a time around a cut of a remote shard, looking for the next line's start
+_FETCH_BYTES = 64 << 20  # the most of a span fetched by one request: few round trips, a bounded buffer
+
+# %% ../nbs/05_dask.ipynb #c0e1a003
+def _object_spans(fs, # the fsspec filesystem the shard is on
+                  path: str, # the shard, as `shard_urls` lists it
+                  size: int, # its bytes
+                  count: int, # how many spans to cut it into (fewer when it holds fewer lines)
+                 ) -> list:
+    "The shard `path` on `fs` cut at line starts into about `count` spans, as `shard_spans` cuts a file, a little fetched around each cut."
+    with fs.open(path, "rb", block_size=_PROBE_BYTES) as file: return _file_spans(file, size, count)
+
+# %% ../nbs/05_dask.ipynb #c0e1a004
+def _fetched(fs, path: str, span: Span, size: int, copy: str) -> int:
+    "Copy the bytes of `span` of the shard `path` on `fs` (`size` bytes) to the file `copy`, a range at a time; how many lines they end."
+    stop, lines = size if span.stop is None else span.stop, 0
+    with open(copy, "wb") as out:
+        for at in range(span.start, stop, _FETCH_BYTES):
+            data = fs.cat_file(path, start=at, end=min(at + _FETCH_BYTES, stop))  # by name: s3fs takes a version id third
+            lines += data.count(b"\n")
+            out.write(data)
+    return lines
+
+# %% ../nbs/05_dask.ipynb #c0e1a005
+def _object_span_lines(fs, path: str, span: Span, size: int, content: bool) -> tuple:
+    ("`(lines, count)` of `span` of the shard `path` on `fs` (`size` bytes), its bytes alone fetched: its `_span_lines` "
+     "(or the `ShardError` that refused it, its line numbered within the span), and how many lines the span ends.")
+    with tempfile.TemporaryDirectory(prefix="modelrecord-") as scratch:
+        copy = os.path.join(scratch, f"{span.start}-{path.rstrip('/').rsplit('/', 1)[-1]}")
+        count = _fetched(fs, path, span, size, copy)
+        try: return _span_lines(copy, Span(), content, "raise"), count
+        except ShardError as error: return _renamed(error, {copy: fs.unstrip_protocol(path)}), count
+
+# %% ../nbs/05_dask.ipynb #c0e1a006
+def _object_spans_batch(url: str,  # the one shard, by its URL
+                        spans: list,  # the `_object_span_lines` of its spans, in file order
+                       ) -> Batch:
+    "The `Batch` of the shard at `url` from its spans, joined as `_spans_batch` joins them; else the first refusal, its line the shard's."
+    before = 0  # the lines of the spans before this one
+    for lines, count in spans:
+        if isinstance(lines, ShardError):
+            raise ShardError(lines.path, None if lines.line is None else lines.line + before, lines.field, lines.why)
+        before += count
+    return _spans_batch(url, [lines for lines, _ in spans])
+
+# %% ../nbs/05_dask.ipynb #c0e1a00b
+def _spans_task(fs, path: str, size: int, count: int, content: bool):
+    "The delayed `Batch` of the one shard `path` on `fs` (`size` bytes) read in about `count` spans and joined; None when it is not cut."
+    local = isinstance(fs, fsspec.implementations.local.LocalFileSystem)
+    try: spans = shard_spans(path, count) if local else _object_spans(fs, path, size, count)
+    except (ShardError, OSError): return None  # read whole, which says what is wrong with it
+    if len(spans) < 2: return None
+    if local: return dask.delayed(_spans_batch, pure=True)(
+        path, [dask.delayed(_span_lines, pure=True)(path, span, content, "raise") for span in spans])
+    lines = [dask.delayed(_object_span_lines, pure=True)(fs, path, span, size, content) for span in spans]
+    return dask.delayed(_object_spans_batch, pure=True)(fs.unstrip_protocol(path), lines)
+
 # %% ../nbs/05_dask.ipynb #9b0cf7d0
 def _batch_task(fs, paths: list, sizes: list, content: bool):
-    "The delayed `Batch` of consecutive shards `paths` (of `sizes` bytes): read whole, or a lone large local shard in spans."
+    "The delayed `Batch` of consecutive shards `paths` (of `sizes` bytes): read whole, or a lone large shard in spans."
     count = _partitions(sizes)
-    if len(paths) == 1 and count > 1 and isinstance(fs, fsspec.implementations.local.LocalFileSystem):
-        try: spans = shard_spans(paths[0], count)
-        except (ShardError, OSError): spans = []  # read whole, which says what is wrong with it
-        if len(spans) > 1:
-            lines = [dask.delayed(_span_lines, pure=True)(paths[0], span, content, "raise") for span in spans]
-            return dask.delayed(_spans_batch, pure=True)(paths[0], lines)
-    return dask.delayed(batch_frames, pure=True)(fs, paths, content)
+    spread = _spans_task(fs, paths[0], sizes[0], count, content) if len(paths) == 1 and count > 1 else None
+    return dask.delayed(batch_frames, pure=True)(fs, paths, content) if spread is None else spread
 
 # %% ../nbs/05_dask.ipynb #956f1286
 def _workers(total: int, # the bytes of the tree

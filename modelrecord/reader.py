@@ -517,11 +517,22 @@ class Span(NamedTuple):
     start: int = 0
     stop: Optional[int] = None
 
+# %% ../nbs/01_reader.ipynb #b1d2e3f4
+def _read_at(file, size: int, at: int) -> bytes:
+    "`size` bytes of the open `file` from byte `at`, its place kept: `os.pread` of its descriptor, or a seek there and back."
+    try: return os.pread(file.fileno(), size, at)
+    except (OSError, ValueError):  # no descriptor (`io.UnsupportedOperation`): an object read through fsspec
+        place = file.tell()
+        try:
+            file.seek(at)
+            return file.read(size)
+        finally: file.seek(place)
+
 # %% ../nbs/01_reader.ipynb #0e58dea5
 def _lines_before(file, start: int) -> int:
-    "How many lines of the open shard `file` end before byte `start` (read with `os.pread`, the file's place kept)."
+    "How many lines of the open shard `file` end before byte `start` (read with `_read_at`, the file's place kept)."
     lines, at = 0, 0
-    while at < start and (data := os.pread(file.fileno(), min(BLOCK_BYTES, start - at), at)):
+    while at < start and (data := _read_at(file, min(BLOCK_BYTES, start - at), at)):
         lines, at = lines + data.count(b"\n"), at + len(data)
     return lines
 
@@ -622,15 +633,23 @@ def _line_start(file, at: int) -> Optional[int]:
         if (found := chunk.find(b"\n")) >= 0: return file.tell() - len(chunk) + found + 1
     return None
 
+# %% ../nbs/01_reader.ipynb #5a7c0e12
+def _file_spans(file, # the open shard, any seekable file (a local one, or an object opened through fsspec)
+                size: int, # its size in bytes
+                count: int, # how many spans to cut it into
+               ) -> list[Span]:
+    "The open `file` (`size` bytes) cut at line starts into about `count` spans of about equal size, in file order."
+    cuts = {_line_start(file, size * k // count) for k in range(1, count)} - {None, 0, size}
+    starts = [0, *sorted(cuts)]
+    return [Span(start, stop) for start, stop in zip(starts, [*starts[1:], None])]
+
 # %% ../nbs/01_reader.ipynb #53852946
 def shard_spans(path, # a shard file
                 count: int, # how many spans to cut it into (fewer when it holds fewer lines)
                ) -> list[Span]:
     "The shard at `path` cut at line starts into about `count` spans of about equal size, in file order."
     file, size = _open_shard(os.fspath(path))
-    with file: cuts = {_line_start(file, size * k // count) for k in range(1, count)} - {None, 0, size}
-    starts = [0, *sorted(cuts)]
-    return [Span(start, stop) for start, stop in zip(starts, [*starts[1:], None])]
+    with file: return _file_spans(file, size, count)
 
 # %% ../nbs/01_reader.ipynb #bf7ec379
 def read_shard(path, # a shard file

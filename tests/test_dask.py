@@ -125,7 +125,9 @@ def test_memory_filesystem_through_threads(tree):
         spread = summary_dask(tables)
     in_memory = load(tree, cache=False)
     for name, frame in zip(TABLES, frames): assert len(frame) == len(in_memory[name]), name
-    assert set(frames[4].shard.astype(str)) == {p for p in fs.find("/trees/t")}
+    named = load("memory://trees/t", cache=False)  # relative to its root, the tree's URL: Dask's, the shard's URL
+    assert set(frames[4].shard.astype(str)) == {f"{named.root}/{shard}" for shard in named[TABLES[4]].shard.astype(str)}
+    assert set(frames[4].shard.astype(str)) == {f"memory://{p}" for p in fs.find("/trees/t")}
     _compare(spread, summary(in_memory))
 
 

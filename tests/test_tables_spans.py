@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from modelrecord import tables as tables_module
-from modelrecord.reader import ShardError, read_shards, shard_paths, shard_spans
+from modelrecord.reader import ShardError, read_blocks, read_shards, remote_tree, shard_paths, shard_spans
 from modelrecord.sample import write_tree
 from modelrecord.tables import TABLES, load
 
@@ -113,3 +113,22 @@ def test_spans_cut_at_line_starts(shard_tree):
     assert len(spans) == 7 and spans[0].start == 0 and spans[-1].stop is None
     assert all(data[span.start - 1] == ord("\n") for span in spans[1:])
     assert [span.stop for span in spans[:-1]] == [span.start for span in spans[1:]]
+
+
+def test_refusals_in_spans_of_a_shard_at_a_url_name_the_shards_own_lines(shard_tree, small_spans, tmp_path):
+    "An object read through fsspec has no descriptor: the lines before a span are counted by seeking to them."
+    fsspec = pytest.importorskip("fsspec")
+    damaged = _damaged(shard_tree, tmp_path)
+    expected = read_shards(damaged, errors="collect")[1]
+    fsspec.filesystem("memory").put(str(damaged), "/spans-url/t", recursive=True)
+    url = "memory://spans-url/t"
+    try:
+        shard = remote_tree(url)[1][0]
+        said = []
+        for span in shard_spans(shard, 4): list(read_blocks(shard, "collect", said, span=span))
+        assert [(e.line, e.field, e.why) for e in said] == [(e.line, e.field, e.why) for e in expected]
+        # the pool's workers are forked (Linux): they hold the memory filesystem's objects too
+        with pytest.raises(ShardError) as in_spans: load(url, workers=2, cache=False)
+    finally: fsspec.filesystem("memory").rm("/spans-url", recursive=True)
+    assert len([job for job in small_spans[-1] if job.span is not None]) > 4
+    assert (in_spans.value.path, in_spans.value.line) == (str(shard), expected[0].line)
