@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Optional
 
 import nbformat
+import psutil
 from nbformat.sign import NotebookNotary
 
 from .explore import Explorer
@@ -168,6 +169,9 @@ _PAGE_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/wi
                    "@voila-dashboards/widgets-manager7", "anywidget")  # the JupyterLab extensions the page loads:
                    # the widget managers, and anywidget, which draws the attempts grid (itables' widget)
 
+# %% ../nbs/14_serve.ipynb #5d0e1a01
+_KERNEL_STOP_WAIT = 1  # seconds Voilà gives a kernel it asked to stop before it kills it (jupyter_client's default: 5)
+
 # %% ../nbs/14_serve.ipynb #a859ab15
 def _voila_command(port: int,  # the port on 127.0.0.1
                    private: Path,  # the private directory holding the page's signature
@@ -183,6 +187,7 @@ def _voila_command(port: int,  # the port on 127.0.0.1
             f"--MappingKernelManager.cull_idle_timeout={idle_timeout}",
             f"--MappingKernelManager.cull_interval={max(1, min(60, idle_timeout // 2))}",
             "--MappingKernelManager.cull_connected=False", f"--NotebookNotary.data_dir={private}",
+            f"--KernelManager.shutdown_wait_time={_KERNEL_STOP_WAIT}",
             *(["--KernelManager.transport=ipc"] if os.name == "posix" else [])]
 
 # %% ../nbs/14_serve.ipynb #2d0b4b30
@@ -248,16 +253,39 @@ class _Relay(threading.Thread):
         held, self.held = self.held, []
         self.err.write("".join(_quiet_stop(held))); self.err.flush()
 
+# %% ../nbs/14_serve.ipynb #5d0e1a03
+def _under(child: subprocess.Popen) -> list:
+    "The processes `child` started, and they started, now (`psutil.Process`es; none once it has stopped)."
+    try: return psutil.Process(child.pid).children(recursive=True)
+    except psutil.NoSuchProcess: return []
+
+# %% ../nbs/14_serve.ipynb #5d0e1a04
+def _kill(processes: list):
+    "Kill (SIGKILL) each of `processes` that still runs."
+    for process in processes:
+        try: process.kill()  # psutil checks first that the pid is still this process
+        except psutil.NoSuchProcess: pass
+
+# %% ../nbs/14_serve.ipynb #5d0e1a05
+def _kill_tree(child: subprocess.Popen):
+    "Freeze `child` so it starts nothing more, kill it and every process under it, and reap it."
+    try: psutil.Process(child.pid).suspend()
+    except psutil.NoSuchProcess: pass
+    _kill(_under(child))
+    child.kill()
+    child.wait()
+
 # %% ../nbs/14_serve.ipynb #ce6715de
-def _stop(child: subprocess.Popen, relay: Optional[_Relay] = None, grace: float = 15.0):
-    "Ask `child` to stop (SIGTERM), wait for it, and kill it when it does not stop within `grace` seconds."
+def _stop(child: subprocess.Popen, relay: Optional[_Relay] = None,
+          grace: float = 5.0):  # seconds Voilà has to stop its kernels and itself
+    "Ask `child` to stop (SIGTERM); past `grace` seconds kill it and all under it; kill what it left running."
     if relay is not None: relay.stopping.set()  # what the stop makes the kernels say is held from now on
     if child.poll() is not None: return
+    started = _under(child)
     child.terminate()
     try: child.wait(grace)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+    except subprocess.TimeoutExpired: _kill_tree(child)
+    _kill(started)
 
 # %% ../nbs/14_serve.ipynb #25473966
 def _until_answered(child: subprocess.Popen, port: int,
