@@ -1208,6 +1208,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                    'modelrecord.serve._answers': ('serve.html#_answers', 'modelrecord/serve.py'),
                                    'modelrecord.serve._confined_box': ('serve.html#_confined_box', 'modelrecord/serve.py'),
                                    'modelrecord.serve._confined_url': ('serve.html#_confined_url', 'modelrecord/serve.py'),
+                                   'modelrecord.serve._exit_at_once': ('serve.html#_exit_at_once', 'modelrecord/serve.py'),
                                    'modelrecord.serve._expect_html': ('serve.html#_expect_html', 'modelrecord/serve.py'),
                                    'modelrecord.serve._free_port': ('serve.html#_free_port', 'modelrecord/serve.py'),
                                    'modelrecord.serve._kill': ('serve.html#_kill', 'modelrecord/serve.py'),

@@ -7,6 +7,8 @@ __all__ = ['PATH_ENV', 'KEY_ENV', 'ANY_PATH_ENV', 'NO_CACHE_ENV', 'served_notebo
            'page_explorer', 'serve']
 
 # %% ../nbs/14_serve.ipynb #5e0178d4
+import atexit
+import gc
 import importlib.resources
 import json
 import os
@@ -301,6 +303,12 @@ def _until_answered(child: subprocess.Popen, port: int,
         time.sleep(0.2)
     return None
 
+# %% ../nbs/14_serve.ipynb #5d0e1a08
+def _exit_at_once():
+    "At this process's exit, skip Python's last collection of every object (`gc.freeze`): the process ends at once."
+    atexit.unregister(gc.freeze)  # asked once however often the stop is
+    atexit.register(gc.freeze)
+
 # %% ../nbs/14_serve.ipynb #9a8b7c6d
 def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_Relay] = None,
           drawn: Optional[Path] = None) -> int:
@@ -314,6 +322,7 @@ def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
         return child.wait()
     except KeyboardInterrupt:
+        if main: _exit_at_once()
         _stop(child, relay)
         print("modelrecord explore: stopped", file=out, flush=True)
         return 0
