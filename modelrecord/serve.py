@@ -313,7 +313,8 @@ def _exit_at_once():
 def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_Relay] = None,
           drawn: Optional[Path] = None) -> int:
     "Print `where` once `child` answers on `port`, then wait for it; Ctrl-C or SIGTERM stops it. The exit status."
-    on_term, main = signal.getsignal(signal.SIGTERM), threading.current_thread() is threading.main_thread()
+    main = threading.current_thread() is threading.main_thread()
+    on_term, on_int = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     def terminated(signum, frame): raise KeyboardInterrupt
     if main: signal.signal(signal.SIGTERM, terminated)
     try:
@@ -322,14 +323,16 @@ def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
         return child.wait()
     except KeyboardInterrupt:
-        if main: _exit_at_once()
+        if main:  # a second Ctrl-C or SIGTERM waits for this stop, which ends within seconds
+            _exit_at_once()
+            for signum in (signal.SIGINT, signal.SIGTERM): signal.signal(signum, signal.SIG_IGN)
         _stop(child, relay)
         print("modelrecord explore: stopped", file=out, flush=True)
         return 0
     finally:
         _stop(child, relay)
         if relay is not None: relay.finish()
-        if main: signal.signal(signal.SIGTERM, on_term)
+        if main: signal.signal(signal.SIGTERM, on_term); signal.signal(signal.SIGINT, on_int)
 
 # %% ../nbs/14_serve.ipynb #93f0fec0
 def serve(path,  # the shard tree or shard file to show
