@@ -7,6 +7,8 @@ __all__ = ['PATH_ENV', 'KEY_ENV', 'ANY_PATH_ENV', 'NO_CACHE_ENV', 'served_notebo
            'page_explorer', 'serve']
 
 # %% ../nbs/14_serve.ipynb #5e0178d4
+import atexit
+import gc
 import importlib.resources
 import json
 import os
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 import nbformat
+import psutil
 from nbformat.sign import NotebookNotary
 
 from .explore import Explorer
@@ -168,6 +171,9 @@ _PAGE_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/wi
                    "@voila-dashboards/widgets-manager7", "anywidget")  # the JupyterLab extensions the page loads:
                    # the widget managers, and anywidget, which draws the attempts grid (itables' widget)
 
+# %% ../nbs/14_serve.ipynb #5d0e1a01
+_KERNEL_STOP_WAIT = 1  # seconds Voilà gives a kernel it asked to stop before it kills it (jupyter_client's default: 5)
+
 # %% ../nbs/14_serve.ipynb #a859ab15
 def _voila_command(port: int,  # the port on 127.0.0.1
                    private: Path,  # the private directory holding the page's signature
@@ -183,6 +189,7 @@ def _voila_command(port: int,  # the port on 127.0.0.1
             f"--MappingKernelManager.cull_idle_timeout={idle_timeout}",
             f"--MappingKernelManager.cull_interval={max(1, min(60, idle_timeout // 2))}",
             "--MappingKernelManager.cull_connected=False", f"--NotebookNotary.data_dir={private}",
+            f"--KernelManager.shutdown_wait_time={_KERNEL_STOP_WAIT}",
             *(["--KernelManager.transport=ipc"] if os.name == "posix" else [])]
 
 # %% ../nbs/14_serve.ipynb #2d0b4b30
@@ -248,16 +255,39 @@ class _Relay(threading.Thread):
         held, self.held = self.held, []
         self.err.write("".join(_quiet_stop(held))); self.err.flush()
 
+# %% ../nbs/14_serve.ipynb #5d0e1a03
+def _under(child: subprocess.Popen) -> list:
+    "The processes `child` started, and they started, now (`psutil.Process`es; none once it has stopped)."
+    try: return psutil.Process(child.pid).children(recursive=True)
+    except psutil.NoSuchProcess: return []
+
+# %% ../nbs/14_serve.ipynb #5d0e1a04
+def _kill(processes: list):
+    "Kill (SIGKILL) each of `processes` that still runs."
+    for process in processes:
+        try: process.kill()  # psutil checks first that the pid is still this process
+        except psutil.NoSuchProcess: pass
+
+# %% ../nbs/14_serve.ipynb #5d0e1a05
+def _kill_tree(child: subprocess.Popen):
+    "Freeze `child` so it starts nothing more, kill it and every process under it, and reap it."
+    try: psutil.Process(child.pid).suspend()
+    except psutil.NoSuchProcess: pass
+    _kill(_under(child))
+    child.kill()
+    child.wait()
+
 # %% ../nbs/14_serve.ipynb #ce6715de
-def _stop(child: subprocess.Popen, relay: Optional[_Relay] = None, grace: float = 15.0):
-    "Ask `child` to stop (SIGTERM), wait for it, and kill it when it does not stop within `grace` seconds."
+def _stop(child: subprocess.Popen, relay: Optional[_Relay] = None,
+          grace: float = 5.0):  # seconds Voilà has to stop its kernels and itself
+    "Ask `child` to stop (SIGTERM); past `grace` seconds kill it and all under it; kill what it left running."
     if relay is not None: relay.stopping.set()  # what the stop makes the kernels say is held from now on
     if child.poll() is not None: return
+    started = _under(child)
     child.terminate()
     try: child.wait(grace)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+    except subprocess.TimeoutExpired: _kill_tree(child)
+    _kill(started)
 
 # %% ../nbs/14_serve.ipynb #25473966
 def _until_answered(child: subprocess.Popen, port: int,
@@ -273,11 +303,18 @@ def _until_answered(child: subprocess.Popen, port: int,
         time.sleep(0.2)
     return None
 
+# %% ../nbs/14_serve.ipynb #5d0e1a08
+def _exit_at_once():
+    "At this process's exit, skip Python's last collection of every object (`gc.freeze`): the process ends at once."
+    atexit.unregister(gc.freeze)  # asked once however often the stop is
+    atexit.register(gc.freeze)
+
 # %% ../nbs/14_serve.ipynb #9a8b7c6d
 def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_Relay] = None,
           drawn: Optional[Path] = None) -> int:
     "Print `where` once `child` answers on `port`, then wait for it; Ctrl-C or SIGTERM stops it. The exit status."
-    on_term, main = signal.getsignal(signal.SIGTERM), threading.current_thread() is threading.main_thread()
+    main = threading.current_thread() is threading.main_thread()
+    on_term, on_int = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     def terminated(signum, frame): raise KeyboardInterrupt
     if main: signal.signal(signal.SIGTERM, terminated)
     try:
@@ -286,13 +323,16 @@ def _wait(child: subprocess.Popen, port: int, where: str, out, relay: Optional[_
         print(f"modelrecord explore: {where} (Ctrl-C stops it)", file=out, flush=True)
         return child.wait()
     except KeyboardInterrupt:
+        if main:  # a second Ctrl-C or SIGTERM waits for this stop, which ends within seconds
+            _exit_at_once()
+            for signum in (signal.SIGINT, signal.SIGTERM): signal.signal(signum, signal.SIG_IGN)
         _stop(child, relay)
         print("modelrecord explore: stopped", file=out, flush=True)
         return 0
     finally:
         _stop(child, relay)
         if relay is not None: relay.finish()
-        if main: signal.signal(signal.SIGTERM, on_term)
+        if main: signal.signal(signal.SIGTERM, on_term); signal.signal(signal.SIGINT, on_int)
 
 # %% ../nbs/14_serve.ipynb #93f0fec0
 def serve(path,  # the shard tree or shard file to show

@@ -1,5 +1,5 @@
 """What the tests need to know of processes (Linux /proc): a free port, a process's descendants,
-whether one still runs, its command line, when they have gone quiet, how a forked child ended,
+whether one still runs, its process group and who else is in it, a machine kept busy, its command line, when they have gone quiet, how a forked child ended,
 which descriptor is open on a file; and `modelrecord explore` run until its address is printed,
 then stopped by PID with everything it started."""
 import os
@@ -38,6 +38,27 @@ def alive(pid: int) -> bool:
     "Whether `pid` runs (a zombie, dead but not yet reaped, does not)."
     try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError: return False
+
+
+def group_of(pid: int):
+    "The process group of `pid` (None once it is gone)."
+    try: return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except OSError: return None
+
+
+def in_groups(groups) -> list:
+    "The running processes (not zombies) whose process group is one of `groups`, from /proc (Linux)."
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and group_of(int(entry.name)) in groups and alive(int(entry.name))]
+
+
+@contextmanager
+def busy_cores(per_core: int = 2):
+    "The machine kept busy: `per_core` busy loops per processor, stopped by PID afterwards."
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(per_core * (os.cpu_count() or 1))]
+    try: yield loops
+    finally:
+        for loop in loops: loop.kill(); loop.wait()
 
 
 def cmdline(pid: int) -> str:

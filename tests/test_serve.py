@@ -1,5 +1,6 @@
 """`serve` refuses what it cannot serve before anything starts, and the served page's explorer opens
 only the tree it was started on (the server itself, in a browser: tests/test_serve_browser.py)."""
+import os
 import re
 import shutil
 import socket
@@ -130,3 +131,61 @@ def test_the_address_is_printed_once_the_page_is_drawn(tmp_path):
     # until the summary shows, a bar with counts says what the page waits for (not Voila's bare "Running ...")
     assert 'id="mr-loading-bar"' in page and "#loading { display: none !important; }" in page
     assert re.search(r"mr-expect[^>]{0,20}data-widgets=[^0-9]{0,4}[1-9][0-9]*", page), "the page gives its bar no count"
+
+
+def stopped_by_ctrl_c(process, hang_server: bool = False) -> tuple:
+    """SIGINT to `modelrecord explore` (after freezing its Voila, and again a second later, if `hang_server`): `(seconds it ran on, pids it had
+    started, pids of those or of their process groups still running half a second after it ended)`."""
+    import signal
+    from processes import alive, cmdline, descendants, group_of, in_groups
+    started = set(descendants(process.pid))
+    groups = {group_of(pid) for pid in started}
+    if hang_server:  # Voila hangs on the way out
+        os.kill(next(pid for pid in started if " -m voila " in cmdline(pid)), signal.SIGSTOP)
+    process.send_signal(signal.SIGINT)
+    signalled = time.monotonic()
+    if hang_server:
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)  # and, as it hangs, the person presses Ctrl-C again
+    while process.poll() is None and time.monotonic() - signalled < 60:
+        for pid in descendants(process.pid):  # a kernel the stop itself starts counts too
+            started.add(pid)
+            groups.add(group_of(pid))
+        time.sleep(0.05)
+    took = time.monotonic() - signalled
+    time.sleep(0.5)  # what was killed has been reaped
+    return took, started, sorted({pid for pid in started if alive(pid)} | set(in_groups(groups - {None})))
+
+
+def test_ctrl_c_on_a_busy_machine_ends_within_seconds_and_leaves_nothing_running(tmp_path):
+    """Ctrl-C while the pool's next kernel is still starting, on a machine busy with other work: the command
+    ends within seconds (a person waits no longer), with status 0, and no process it started, nor any other
+    process in their groups, runs on."""
+    import urllib.request
+    from processes import busy_cores, explore_server
+    with open(tmp_path / "stderr.log", "w") as log, explore_server(log, wait=300) as (url, process, lines):
+        urllib.request.urlopen(url, timeout=180).read()  # the warm kernel is handed out; the pool starts the next 1 s later
+        with busy_cores(2):
+            time.sleep(2)  # the next kernel is importing, far from answering a request to stop
+            took, started, left = stopped_by_ctrl_c(process)
+    assert len(started) >= 2, "the server and a kernel at least were running when the stop came"
+    assert process.returncode == 0, process.returncode
+    assert took <= 10, f"the command ran {took:.1f} s after Ctrl-C"
+    assert not left, f"still running after the stop: {left}"
+
+
+def test_a_server_that_hangs_on_ctrl_c_is_killed_with_its_kernels_within_seconds(tmp_path):
+    """Ctrl-C when Voila does not stop (frozen here), pressed twice: the command still ends within seconds, without a
+    traceback, and kills Voila and its kernels."""
+    import urllib.request
+    from processes import explore_server
+    with open(tmp_path / "stderr.log", "w") as log, explore_server(log, wait=300) as (url, process, lines):
+        urllib.request.urlopen(url, timeout=180).read()  # a page's kernel, and the pool's next one
+        time.sleep(2)
+        took, started, left = stopped_by_ctrl_c(process, hang_server=True)
+        said = "".join(lines.queue)
+    assert len(started) >= 2, "the server and a kernel at least were running when the stop came"
+    assert process.returncode == 0 and "modelrecord explore: stopped" in said, (process.returncode, said)
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()  # the second Ctrl-C too
+    assert took <= 10, f"the command ran {took:.1f} s after Ctrl-C"
+    assert not left, f"still running after the stop: {left}"
