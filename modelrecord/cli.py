@@ -48,7 +48,7 @@ def _refused(error: ValueError) -> int:
 # %% ../nbs/17_cli.ipynb #f2427d01
 _ANALYSIS = ("numpy", "pandas", "pyarrow", "tqdm")
 EXTRA_MODULES = {"analysis": _ANALYSIS + ("scipy", "statsmodels"),
-                 "explore": _ANALYSIS + ("matplotlib", "ipywidgets", "voila")}  # extra -> the modules it installs
+                 "explore": _ANALYSIS + ("matplotlib", "ipywidgets", "voila", "psutil")}  # extra -> the modules it installs
 
 # %% ../nbs/17_cli.ipynb #5886a811
 def needs(extra: str):

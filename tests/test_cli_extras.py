@@ -28,3 +28,11 @@ def test_a_command_needing_an_extra_says_which_and_exits_2(argv, extra):
 def test_validate_needs_no_extra():
     ran = core_only("validate")
     assert ran.returncode == 0 and "all valid" in ran.stdout, ran.stderr
+
+
+def test_explore_without_psutil_alone_names_its_extra():
+    "psutil (which stops the served page's processes) comes with the explore extra, not with Voila: its absence is named too."
+    code = ("import sys\nsys.modules['psutil'] = None\nfrom modelrecord.cli import main\n"
+            "sys.exit(main(['explore']))")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2 and "pip install 'modelrecord[explore]'" in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
