@@ -207,6 +207,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '', 'doc_host': '', 'git_url
                                   'modelrecord.dask._object_span_lines': ('dask.html#_object_span_lines', 'modelrecord/dask.py'),
                                   'modelrecord.dask._object_spans': ('dask.html#_object_spans', 'modelrecord/dask.py'),
                                   'modelrecord.dask._object_spans_batch': ('dask.html#_object_spans_batch', 'modelrecord/dask.py'),
+                                  'modelrecord.dask._on_disk': ('dask.html#_on_disk', 'modelrecord/dask.py'),
                                   'modelrecord.dask._partial': ('dask.html#_partial', 'modelrecord/dask.py'),
                                   'modelrecord.dask._partitions': ('dask.html#_partitions', 'modelrecord/dask.py'),
                                   'modelrecord.dask._per_case': ('dask.html#_per_case', 'modelrecord/dask.py'),

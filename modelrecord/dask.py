@@ -48,12 +48,17 @@ def _batch_bytes(batch: Batch) -> int:
     "A batch's size as Dask counts its frames, so that the scheduler cuts partitions where the batch is, not moves it."
     return sum(sizeof(frame) for _, frame in batch.tables.items())
 
+# %% ../nbs/05_dask.ipynb #f0a1b2c3
+def _on_disk(fs) -> bool:
+    "Whether the fsspec filesystem `fs` is this machine's disk: its shards are read where they are, not fetched."
+    return isinstance(fs, fsspec.implementations.local.LocalFileSystem)
+
 # %% ../nbs/05_dask.ipynb #a41c7e20
 def _shard_names(fs, # the fsspec filesystem the shards are on
                  paths: list, # the shards, as `shard_urls` lists them
                 ) -> list:
     "The shards `paths` on `fs` as the tables and refusals name them: a local file by its path as listed, an object by its URL."
-    if isinstance(fs, fsspec.implementations.local.LocalFileSystem): return list(paths)
+    if _on_disk(fs): return list(paths)
     return [fs.unstrip_protocol(path) for path in paths]
 
 # %% ../nbs/05_dask.ipynb #6b2f4c19
@@ -66,7 +71,7 @@ def _renamed(error: ShardError, names: dict) -> ShardError:
 # %% ../nbs/05_dask.ipynb #b7f9a3c4
 def _read(fs, paths: list, content: bool) -> Tables:
     "The combined `batch_tables` of the shards `paths` on `fs` (copied to a temporary directory first when remote), named by `_shard_names`."
-    if isinstance(fs, fsspec.implementations.local.LocalFileSystem): return combine([batch_tables(paths, content)])
+    if _on_disk(fs): return combine([batch_tables(paths, content)])
     with tempfile.TemporaryDirectory(prefix="modelrecord-") as scratch:
         copies = [os.path.join(scratch, f"{n}-{p.rstrip('/').rsplit('/', 1)[-1]}") for n, p in enumerate(paths)]
         for path, copy in zip(paths, copies): fs.get_file(path, copy)
@@ -213,7 +218,7 @@ def _object_spans_batch(url: str,  # the one shard, by its URL
 # %% ../nbs/05_dask.ipynb #c0e1a00b
 def _spans_task(fs, path: str, size: int, count: int, content: bool):
     "The delayed `Batch` of the one shard `path` on `fs` (`size` bytes) read in about `count` spans and joined; None when it is not cut."
-    local = isinstance(fs, fsspec.implementations.local.LocalFileSystem)
+    local = _on_disk(fs)
     try: spans = shard_spans(path, count) if local else _object_spans(fs, path, size, count)
     except (ShardError, OSError): return None  # read whole, which says what is wrong with it
     if len(spans) < 2: return None

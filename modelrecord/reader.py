@@ -10,6 +10,7 @@ __all__ = ['BLOCK_BYTES', 'Errors', 'printable_path', 'ShardError', 'is_shard_na
 # %% ../nbs/01_reader.ipynb #0c5c2269
 import errno
 import gc
+import io
 import json
 import os
 import re
@@ -521,7 +522,7 @@ class Span(NamedTuple):
 def _read_at(file, size: int, at: int) -> bytes:
     "`size` bytes of the open `file` from byte `at`, its place kept: `os.pread` of its descriptor, or a seek there and back."
     try: return os.pread(file.fileno(), size, at)
-    except (OSError, ValueError):  # no descriptor (`io.UnsupportedOperation`): an object read through fsspec
+    except io.UnsupportedOperation:  # no descriptor: an object read through fsspec
         place = file.tell()
         try:
             file.seek(at)
